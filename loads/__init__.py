@@ -1,0 +1,1 @@
+"""Send load with Locust: RocketMQ producer users, open and closed load models, per-request Parquet records."""

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs everything rmq-chaos needs on a fresh Debian 12 machine (run as root), idempotently:
+# system tools for the local backend and its faults, Java for Spark, Chromium for the report
+# screenshot test, Docker + debootstrap for the compose backend, and a .venv with the package.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+APT_PACKAGES=(
+  e2fsprogs util-linux mount iproute2 procps psmisc kmod   # loop ext4 stores, fsfreeze, swap, tc, ip netns
+  default-jre-headless                                      # PySpark needs Java 17+
+  chromium                                                  # headless screenshot of the report in tests
+  docker.io debootstrap                                     # compose backend: engine, local test image
+)
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "setup.sh: missing Debian packages ${missing[*]}; run as root" >&2; exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+if ! .venv/bin/python -c "import harness, remoting" 2>/dev/null \
+   || [ pyproject.toml -nt .venv/.installed ]; then
+  .venv/bin/pip install -q --upgrade pip
+  .venv/bin/pip install -q -e ".[dev]"
+  touch .venv/.installed
+fi
