@@ -1,0 +1,1 @@
+"""Sub-commands of `rmq-chaos`, one module each (see `harness/cli.py`)."""
