@@ -1,0 +1,194 @@
+"""The remoting frame codec: `int32 length | int32 serializeType<<24 | headerLength | header | body`, with the header in
+JSON (fastjson's bean layout) or RocketMQ's binary layout (ROCKETMQ-FACTS C.1, C.2). Frames larger than 16 MiB, as
+Netty's `LengthFieldBasedFrameDecoder(FRAME_MAX_LENGTH...)` counts them, are refused before their bytes are read."""
+from __future__ import annotations
+
+import json
+import struct
+
+from remoting.codes import LanguageCode, SerializeType
+from remoting.command import RemotingCommand
+from remoting.errors import RemotingCommandException
+
+FRAME_MAX_LENGTH = 16 * 1024 * 1024
+"""`com.rocketmq.remoting.frameMaxLength`: the whole frame, its 4-byte length field included."""
+
+_INT = struct.Struct(">i")
+_TWO_INTS = struct.Struct(">ii")
+_BIN_FIXED = struct.Struct(">hbhii")  # code, language, version, opaque, flag
+_JSON_KEYS = ("code", "extFields", "flag", "language", "opaque", "remark", "serializeTypeCurrentRPC", "version")
+_LANGUAGES = {lang.value: lang.name for lang in LanguageCode}
+
+
+def encode(cmd: RemotingCommand) -> bytes:
+    """The whole frame of `cmd`, length field included."""
+    header = encode_header(cmd)
+    total = 4 + len(header) + len(cmd.body)
+    if total + 4 > FRAME_MAX_LENGTH:
+        raise RemotingCommandException(f"frame of {total + 4} bytes exceeds the {FRAME_MAX_LENGTH} byte limit")
+    return _TWO_INTS.pack(total, (int(cmd.serialize_type) << 24) | len(header)) + header + cmd.body
+
+
+def encode_header(cmd: RemotingCommand) -> bytes:
+    if cmd.serialize_type == SerializeType.ROCKETMQ:
+        return _encode_binary_header(cmd)
+    return _encode_json_header(cmd)
+
+
+def _encode_json_header(cmd: RemotingCommand) -> bytes:
+    doc: dict = {"code": cmd.code}
+    if cmd.ext_fields is not None:
+        doc["extFields"] = cmd.ext_fields
+    doc["flag"] = cmd.flag
+    doc["language"] = cmd.language
+    doc["opaque"] = cmd.opaque
+    if cmd.remark is not None:
+        doc["remark"] = cmd.remark
+    doc["serializeTypeCurrentRPC"] = SerializeType(cmd.serialize_type).name
+    doc["version"] = cmd.version
+    if cmd.extra_header:
+        doc.update(cmd.extra_header)
+    return json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def _encode_binary_header(cmd: RemotingCommand) -> bytes:
+    try:
+        language = LanguageCode[cmd.language].value
+    except KeyError:
+        language = LanguageCode.OTHER.value
+    parts = [_BIN_FIXED.pack(cmd.code, language, cmd.version, cmd.opaque, cmd.flag)]
+    remark = cmd.remark.encode("utf-8") if cmd.remark else b""
+    parts.append(_INT.pack(len(remark)))
+    parts.append(remark)
+    ext = bytearray()
+    for key, value in (cmd.ext_fields or {}).items():
+        k, v = key.encode("utf-8"), value.encode("utf-8")
+        ext += struct.pack(">h", len(k)) + k + _INT.pack(len(v)) + v
+    parts.append(_INT.pack(len(ext)))
+    parts.append(bytes(ext))
+    return b"".join(parts)
+
+
+def decode_frame(frame: bytes | memoryview) -> RemotingCommand:
+    """Decode one frame given without its 4-byte length field."""
+    frame = memoryview(frame)
+    if len(frame) < 4:
+        raise RemotingCommandException(f"frame of {len(frame)} bytes has no header length")
+    (ori,) = _INT.unpack_from(frame, 0)
+    serialize = (ori >> 24) & 0xFF
+    header_length = ori & 0xFFFFFF
+    if header_length > len(frame) - 4:
+        raise RemotingCommandException(f"header length {header_length} exceeds the frame ({len(frame) - 4} bytes)")
+    header = frame[4 : 4 + header_length]
+    body = bytes(frame[4 + header_length :])
+    if serialize == SerializeType.JSON:
+        cmd = _decode_json_header(bytes(header))
+    elif serialize == SerializeType.ROCKETMQ:
+        cmd = _decode_binary_header(header)
+    else:
+        raise RemotingCommandException(f"unknown serialize type {serialize}")
+    cmd.body = body
+    return cmd
+
+
+def _decode_json_header(raw: bytes) -> RemotingCommand:
+    try:
+        doc = json.loads(raw)
+    except (UnicodeDecodeError, ValueError) as e:
+        raise RemotingCommandException(f"header is not JSON: {e}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("code"), int):
+        raise RemotingCommandException("JSON header has no integer code")
+    ext = doc.get("extFields")
+    if ext is not None and not isinstance(ext, dict):
+        raise RemotingCommandException("JSON header extFields is not an object")
+    try:
+        return RemotingCommand(
+            code=doc["code"],
+            language=str(doc.get("language", "JAVA")),
+            version=int(doc.get("version", 0)),
+            opaque=int(doc.get("opaque", 0)),
+            flag=int(doc.get("flag", 0)),
+            remark=doc.get("remark"),
+            ext_fields={str(k): str(v) for k, v in ext.items()} if ext is not None else None,
+            serialize_type=SerializeType.JSON,
+            extra_header={k: v for k, v in doc.items() if k not in _JSON_KEYS},
+        )
+    except (TypeError, ValueError) as e:
+        raise RemotingCommandException(f"bad JSON header field: {e}") from None
+
+
+def _decode_binary_header(h: memoryview) -> RemotingCommand:
+    try:
+        code, language, version, opaque, flag = _BIN_FIXED.unpack_from(h, 0)
+        pos = _BIN_FIXED.size
+        remark, pos = _read_string(h, pos, 4)
+        (ext_len,) = _INT.unpack_from(h, pos)
+        pos += 4
+        if ext_len < 0 or pos + ext_len > len(h):
+            raise RemotingCommandException(f"extFields length {ext_len} exceeds the header")
+        ext: dict[str, str] | None = None
+        if ext_len > 0:
+            ext = {}
+            end = pos + ext_len
+            while pos < end:
+                key, pos = _read_string(h, pos, 2, end)
+                value, pos = _read_string(h, pos, 4, end)
+                ext[key or ""] = value or ""
+    except struct.error as e:
+        raise RemotingCommandException(f"truncated binary header: {e}") from None
+    return RemotingCommand(
+        code=code,
+        language=_LANGUAGES.get(language, "OTHER"),
+        version=version,
+        opaque=opaque,
+        flag=flag,
+        remark=remark,
+        ext_fields=ext,
+        serialize_type=SerializeType.ROCKETMQ,
+    )
+
+
+def _read_string(h: memoryview, pos: int, width: int, end: int | None = None) -> tuple[str | None, int]:
+    end = len(h) if end is None else end
+    (length,) = struct.unpack_from(">h" if width == 2 else ">i", h, pos)
+    pos += width
+    if length < 0 or pos + length > end:
+        raise RemotingCommandException(f"string length {length} exceeds the header")
+    if length == 0:
+        return None, pos
+    try:
+        return bytes(h[pos : pos + length]).decode("utf-8"), pos + length
+    except UnicodeDecodeError as e:
+        raise RemotingCommandException(f"header string is not UTF-8: {e}") from None
+
+
+class FrameReader:
+    """Incremental decoder for a byte stream: `feed(data)` returns the complete commands so far. A length that is
+    negative, too small or over the limit raises at once, so a bad peer can never make it buffer without bound."""
+
+    def __init__(self, max_frame: int = FRAME_MAX_LENGTH) -> None:
+        self._buf = bytearray()
+        self._max = max_frame
+
+    def feed(self, data: bytes) -> list[RemotingCommand]:
+        buf = self._buf
+        buf += data
+        out: list[RemotingCommand] = []
+        pos = 0
+        n = len(buf)
+        while n - pos >= 4:
+            (length,) = _INT.unpack_from(buf, pos)
+            if length < 4 or length + 4 > self._max:
+                raise RemotingCommandException(f"frame length {length} out of range (4..{self._max - 4})")
+            if n - pos - 4 < length:
+                break
+            out.append(decode_frame(memoryview(buf)[pos + 4 : pos + 4 + length]))
+            pos += 4 + length
+        if pos:
+            del buf[:pos]
+        return out
+
+    @property
+    def pending(self) -> int:
+        """Bytes received that do not yet make a whole frame."""
+        return len(self._buf)
