@@ -1,0 +1,381 @@
+"""The run directory contract: layout, Parquet schemas, outcome words and event names, and the part-file writer.
+
+This is the single definition that the load generator (request rows), the harness (metrics, read-back, events)
+and the analysis job are built against (docs/architecture.md §4, §5, §8). It imports only pyarrow and the
+standard library so writers can use it without Spark.
+
+Writers produce part files through `write_part` (or `PartWriter`): the rows go to a hidden temporary file that is
+fsync'ed and then renamed to `part-<worker>-<n>.parquet`, so a crash never leaves a half-written file under a
+part name. Readers (Spark included) ignore names starting with `.`.
+
+Example::
+
+    writer = PartWriter(layout.requests, worker="w1", schema=REQUEST_SCHEMA)
+    writer.add({"run_id": ..., "worker": "w1", ...})
+    writer.close()   # flushes the last batch
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import re
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+# --- layout (DESIGN.md "The run directory") -------------------------------------------------------------------
+
+SCENARIO_FILE = "scenario.yaml"
+CLUSTER_FILE = "cluster.json"
+EVENTS_FILE = "events.jsonl"
+REQUESTS_DIR = "requests"
+METRICS_DIR = "metrics"
+READBACK_DIR = "readback"
+LOGS_DIR = "logs"
+REPORT_DIR = "report"
+REPORT_INDEX = "index.html"
+VERDICT_FILE = "verdict.json"
+JUNIT_FILE = "junit.xml"
+
+PART_GLOB = "part-*.parquet"
+PART_NAME_RE = re.compile(r"^part-(?P<worker>[A-Za-z0-9_.-]+)-(?P<n>\d+)\.parquet$")
+WORKER_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
+DEFAULT_BATCH_ROWS = 10_000
+
+
+@dataclass(frozen=True)
+class RunLayout:
+    """Paths of one run directory, `runs/<run-id>/`."""
+
+    root: Path
+
+    @classmethod
+    def of(cls, root: str | os.PathLike[str]) -> RunLayout:
+        return cls(Path(root))
+
+    @property
+    def run_id(self) -> str:
+        """The directory name; `events.jsonl`'s `run_start` carries the same id."""
+        return self.root.name
+
+    @property
+    def scenario(self) -> Path:
+        return self.root / SCENARIO_FILE
+
+    @property
+    def cluster(self) -> Path:
+        return self.root / CLUSTER_FILE
+
+    @property
+    def events(self) -> Path:
+        return self.root / EVENTS_FILE
+
+    @property
+    def requests(self) -> Path:
+        return self.root / REQUESTS_DIR
+
+    @property
+    def metrics(self) -> Path:
+        return self.root / METRICS_DIR
+
+    @property
+    def readback(self) -> Path:
+        return self.root / READBACK_DIR
+
+    @property
+    def logs(self) -> Path:
+        return self.root / LOGS_DIR
+
+    def node_logs(self, node: str) -> Path:
+        return self.logs / node
+
+    @property
+    def report(self) -> Path:
+        return self.root / REPORT_DIR
+
+    @property
+    def report_index(self) -> Path:
+        return self.report / REPORT_INDEX
+
+    @property
+    def verdict(self) -> Path:
+        return self.report / VERDICT_FILE
+
+    @property
+    def junit(self) -> Path:
+        return self.report / JUNIT_FILE
+
+    def make_dirs(self) -> None:
+        """Create the directories writers fill while a run goes."""
+        for d in (self.requests, self.metrics, self.readback, self.logs):
+            d.mkdir(parents=True, exist_ok=True)
+
+
+# --- Parquet schemas (architecture §5) -------------------------------------------------------------------------
+
+REQUEST_SCHEMA = pa.schema(
+    [
+        pa.field("run_id", pa.string(), nullable=False),
+        pa.field("worker", pa.string(), nullable=False),
+        pa.field("client", pa.string()),
+        pa.field("seq", pa.int64(), nullable=False),
+        pa.field("topic", pa.string()),
+        pa.field("key", pa.string(), nullable=False),
+        pa.field("msg_id", pa.string()),
+        pa.field("intended_ns", pa.int64()),
+        pa.field("start_ns", pa.int64(), nullable=False),
+        pa.field("end_ns", pa.int64(), nullable=False),
+        pa.field("latency_ms", pa.float64()),  # end - intended
+        pa.field("service_ms", pa.float64()),  # end - start
+        pa.field("phase", pa.string()),
+        pa.field("outcome", pa.string(), nullable=False),
+        pa.field("response_code", pa.int32()),
+        pa.field("remark", pa.string()),
+        pa.field("broker", pa.string()),
+        pa.field("queue_id", pa.int32()),
+        pa.field("queue_offset", pa.int64()),
+        pa.field("attempts", pa.int32()),
+    ]
+)
+"""One row per send. Clock: wall ns of the machine that sent (`time.time_ns()`)."""
+
+METRICS_SCHEMA = pa.schema(
+    [
+        pa.field("run_id", pa.string(), nullable=False),
+        pa.field("node", pa.string(), nullable=False),
+        pa.field("ts_ns", pa.int64(), nullable=False),
+        pa.field("cpu_percent", pa.float64()),
+        pa.field("rss_bytes", pa.int64()),
+        pa.field("swap_bytes", pa.int64()),
+        pa.field("read_bytes_per_s", pa.float64()),
+        pa.field("write_bytes_per_s", pa.float64()),
+        pa.field("put_tps", pa.float64()),
+        pa.field("commitlog_max_offset", pa.int64()),
+        pa.field("slave_fallbehind_bytes", pa.int64()),
+        pa.field("send_queue_size", pa.int64()),
+        pa.field("page_cache_lock_ms", pa.float64()),
+    ]
+)
+"""Per node per second. Broker figures are null when the broker did not answer that second."""
+
+READBACK_SCHEMA = pa.schema(
+    [
+        pa.field("run_id", pa.string(), nullable=False),
+        pa.field("node", pa.string(), nullable=False),  # "master" | "slave"
+        pa.field("broker", pa.string()),
+        pa.field("topic", pa.string()),
+        pa.field("queue_id", pa.int32()),
+        pa.field("queue_offset", pa.int64()),
+        pa.field("commitlog_offset", pa.int64()),
+        pa.field("key", pa.string()),
+        pa.field("msg_id", pa.string()),
+        pa.field("store_ts_ms", pa.int64()),
+        pa.field("body_size", pa.int32()),
+    ]
+)
+"""Every message pulled back at the end, from the master and from the slave."""
+
+READBACK_NODES = ("master", "slave")
+
+# --- outcome words and their Jepsen class (architecture §5) ----------------------------------------------------
+
+SEND_OK = "SEND_OK"
+FLUSH_DISK_TIMEOUT = "FLUSH_DISK_TIMEOUT"
+FLUSH_SLAVE_TIMEOUT = "FLUSH_SLAVE_TIMEOUT"
+SLAVE_NOT_AVAILABLE = "SLAVE_NOT_AVAILABLE"
+MQ_BROKER_EXCEPTION = "MQBrokerException"
+REMOTING_TOO_MUCH_REQUEST = "RemotingTooMuchRequestException"
+REMOTING_TIMEOUT = "RemotingTimeoutException"
+REMOTING_CONNECT = "RemotingConnectException"
+REMOTING_SEND_REQUEST = "RemotingSendRequestException"
+MQ_CLIENT_EXCEPTION = "MQClientException"
+
+OK, FAIL, INFO = "ok", "fail", "info"
+JEPSEN_CLASSES = (OK, FAIL, INFO)
+
+OUTCOME_CLASS: dict[str, str] = {
+    SEND_OK: OK,
+    FLUSH_DISK_TIMEOUT: OK,
+    FLUSH_SLAVE_TIMEOUT: OK,
+    SLAVE_NOT_AVAILABLE: OK,
+    MQ_BROKER_EXCEPTION: FAIL,
+    REMOTING_TOO_MUCH_REQUEST: INFO,
+    REMOTING_TIMEOUT: INFO,
+    REMOTING_CONNECT: INFO,
+    REMOTING_SEND_REQUEST: INFO,
+    MQ_CLIENT_EXCEPTION: INFO,
+}
+"""ok: the master stored it; fail: a definite broker rejection; info: indeterminate (may be stored)."""
+
+OUTCOMES: tuple[str, ...] = tuple(OUTCOME_CLASS)
+SEND_STATUSES: tuple[str, ...] = (SEND_OK, FLUSH_DISK_TIMEOUT, FLUSH_SLAVE_TIMEOUT, SLAVE_NOT_AVAILABLE)
+
+
+def outcome_class(outcome: str) -> str:
+    """Jepsen class of an outcome word; a word we do not know is indeterminate (`info`)."""
+    return OUTCOME_CLASS.get(outcome, INFO)
+
+
+# --- events.jsonl (architecture §4) ----------------------------------------------------------------------------
+
+EVENT_RUN_START = "run_start"
+EVENT_RUN_END = "run_end"
+EVENT_CLUSTER_UP = "cluster_up"
+EVENT_CLUSTER_READY = "cluster_ready"
+EVENT_CLUSTER_DOWN = "cluster_down"
+EVENT_PHASE_START = "phase_start"
+EVENT_PHASE_END = "phase_end"
+EVENT_FAULT = "fault"
+EVENT_READBACK_START = "readback_start"
+EVENT_READBACK_END = "readback_end"
+EVENT_LOAD_START = "load_start"
+EVENT_LOAD_STOP = "load_stop"
+EVENTS: tuple[str, ...] = (
+    EVENT_RUN_START, EVENT_RUN_END, EVENT_CLUSTER_UP, EVENT_CLUSTER_READY, EVENT_CLUSTER_DOWN,
+    EVENT_PHASE_START, EVENT_PHASE_END, EVENT_FAULT, EVENT_READBACK_START, EVENT_READBACK_END,
+    EVENT_LOAD_START, EVENT_LOAD_STOP,
+)
+
+FAULT_ACTIONS = ("apply", "verify", "revert", "step")
+FAULT_STATUSES = ("started", "ok", "failed")
+RUN_END_STATUSES = ("completed", "interrupted", "failed")
+
+
+def make_event(event: str, **extra: Any) -> dict[str, Any]:
+    """An event record with `wall_ns` and `mono_ns` taken together now."""
+    if event not in EVENTS:
+        raise ValueError(f"unknown event {event!r}; allowed: {', '.join(EVENTS)}")
+    return {"wall_ns": time.time_ns(), "mono_ns": time.monotonic_ns(), "event": event, **extra}
+
+
+def append_event(path: str | os.PathLike[str], record: Mapping[str, Any]) -> None:
+    """Append one event as a JSON line and flush it to disk before returning."""
+    line = json.dumps(record, separators=(",", ":"), default=str) + "\n"
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(line)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+# --- part files ------------------------------------------------------------------------------------------------
+
+_part_lock = threading.Lock()
+_part_counters: dict[tuple[str, str], itertools.count] = {}
+
+
+def new_part_path(directory: str | os.PathLike[str], worker: str) -> Path:
+    """A `part-<worker>-<n>.parquet` path in `directory` that no file and no earlier call of this process used.
+
+    `worker` must be unique per writing process (e.g. the Locust worker id), and match `[A-Za-z0-9_.-]+`."""
+    if not WORKER_NAME_RE.match(worker):
+        raise ValueError(f"worker name {worker!r} must match {WORKER_NAME_RE.pattern}")
+    d = Path(directory)
+    with _part_lock:
+        key = (str(d.resolve()), worker)
+        if key not in _part_counters:
+            taken = [int(m["n"]) for p in d.glob(f"part-{worker}-*.parquet")
+                     if (m := PART_NAME_RE.match(p.name)) and m["worker"] == worker]
+            _part_counters[key] = itertools.count(max(taken, default=-1) + 1)
+        while True:
+            path = d / f"part-{worker}-{next(_part_counters[key]):06d}.parquet"
+            if not path.exists():
+                return path
+
+
+def to_table(rows: pa.Table | Iterable[Mapping[str, Any]], schema: pa.Schema) -> pa.Table:
+    """Rows (dicts or a table) as a table of exactly `schema`; raises on a missing required or unknown column."""
+    if isinstance(rows, pa.Table):
+        extra = set(rows.schema.names) - set(schema.names)
+        if extra:
+            raise ValueError(f"columns not in the schema: {sorted(extra)}")
+        missing = [f.name for f in schema if f.name not in rows.schema.names]
+        for name in missing:
+            rows = rows.append_column(name, pa.nulls(rows.num_rows, schema.field(name).type))
+        table = rows.select(schema.names).cast(schema)
+    else:
+        rows = list(rows)
+        for row in rows:
+            extra = set(row) - set(schema.names)
+            if extra:
+                raise ValueError(f"columns not in the schema: {sorted(extra)}")
+        table = pa.Table.from_pylist(rows, schema=schema)
+    table.validate(full=True)
+    for f in schema:
+        if not f.nullable and table.column(f.name).null_count:
+            raise ValueError(f"column {f.name!r} must not be null")
+    return table
+
+
+def write_part(rows: pa.Table | Iterable[Mapping[str, Any]], directory: str | os.PathLike[str], worker: str,
+               schema: pa.Schema) -> Path:
+    """Write rows as one new part file, atomically (temp file, fsync, rename). Returns the part's path."""
+    table = to_table(rows, schema)
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    final = new_part_path(d, worker)
+    tmp = d / f".{final.name}.{os.getpid()}.tmp"
+    try:
+        pq.write_table(table, tmp, compression="zstd")
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.rename(tmp, final)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    dfd = os.open(d, os.O_RDONLY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+    return final
+
+
+class PartWriter:
+    """Buffers rows and writes a part file every `batch_rows` rows and on `flush()`/`close()`. Thread-safe."""
+
+    def __init__(self, directory: str | os.PathLike[str], worker: str, schema: pa.Schema,
+                 batch_rows: int = DEFAULT_BATCH_ROWS) -> None:
+        if not WORKER_NAME_RE.match(worker):
+            raise ValueError(f"worker name {worker!r} must match {WORKER_NAME_RE.pattern}")
+        self.directory = Path(directory)
+        self.worker = worker
+        self.schema = schema
+        self.batch_rows = batch_rows
+        self.parts: list[Path] = []
+        self._rows: list[Mapping[str, Any]] = []
+        self._lock = threading.Lock()
+
+    def add(self, row: Mapping[str, Any]) -> None:
+        with self._lock:
+            self._rows.append(row)
+            full = len(self._rows) >= self.batch_rows
+        if full:
+            self.flush()
+
+    def flush(self) -> Path | None:
+        with self._lock:
+            rows, self._rows = self._rows, []
+            if not rows:
+                return None
+            path = write_part(rows, self.directory, self.worker, self.schema)
+            self.parts.append(path)
+            return path
+
+    def close(self) -> None:
+        self.flush()
+
+    def __enter__(self) -> PartWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,190 @@
+"""Scenario expectations (architecture §6): the pydantic model the harness's scenario schema embeds.
+
+One expectation is one measured metric over an optional filter, with bounds. The evaluation against the
+computed aggregates lives in `analysis.verdict` (Spark); this module imports only pydantic and our contract.
+
+Example::
+
+    Expectation.model_validate({"phase": "healthy", "outcome": "SEND_OK", "metric": "share", "min": 0.99})
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from analysis.contract import OUTCOMES
+
+COUNT_METRICS = ("count", "share", "rate")
+LATENCY_METRICS = ("latency_p50_ms", "latency_p90_ms", "latency_p99_ms", "latency_p999_ms", "latency_max_ms")
+FAULT_METRICS = ("fault_to_first_error_s", "recovery_s")
+LOSS_METRICS = ("lost", "not_on_slave", "duplicated", "recovered", "unexpected")
+METRICS: tuple[str, ...] = COUNT_METRICS + LATENCY_METRICS + FAULT_METRICS + LOSS_METRICS
+BASES = ("intended", "actual")
+
+LATENCY_QUANTILE = {
+    "latency_p50_ms": 0.5,
+    "latency_p90_ms": 0.9,
+    "latency_p99_ms": 0.99,
+    "latency_p999_ms": 0.999,
+    "latency_max_ms": 1.0,
+}
+
+ROW_FILTERS = ("phase", "client", "outcome", "response_code", "remark_contains", "after_s", "before_s")
+OUTCOME_FILTERS = ("outcome", "response_code", "remark_contains")
+ALLOWED_FILTERS: dict[str, tuple[str, ...]] = {
+    **{m: ROW_FILTERS for m in COUNT_METRICS + LATENCY_METRICS},
+    "fault_to_first_error_s": ("fault", "client", "outcome", "response_code", "remark_contains"),
+    "recovery_s": ("fault", "client"),
+    **{m: ROW_FILTERS for m in ("lost", "not_on_slave", "duplicated", "recovered")},
+    "unexpected": (),
+}
+FILTER_KEYS = ROW_FILTERS + ("fault",)
+
+Metric = Literal[
+    "count", "share", "rate",
+    "latency_p50_ms", "latency_p90_ms", "latency_p99_ms", "latency_p999_ms", "latency_max_ms",
+    "fault_to_first_error_s", "recovery_s",
+    "lost", "not_on_slave", "duplicated", "recovered", "unexpected",
+]
+
+
+class Expectation(BaseModel):
+    """One bound on one metric. `min`/`max` are inclusive; at least one is given."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str | None = Field(default=None, description="label in the verdict and junit; generated when absent")
+    phase: str | None = Field(default=None, description="rows of this phase (scenario phase name)")
+    client: str | None = Field(default=None, description="rows of this load client (producer group)")
+    outcome: str | None = Field(default=None, description="rows with this outcome word")
+    response_code: int | None = Field(default=None, description="rows with this broker response code")
+    remark_contains: str | None = Field(default=None, description="rows whose remark contains this text")
+    after_s: float | None = Field(default=None, ge=0, description="rows started at least this long after the "
+                                                                   "phase start (run start without phase)")
+    before_s: float | None = Field(default=None, gt=0, description="rows started before this many seconds")
+    fault: str | None = Field(default=None, description="fault id (events.jsonl fault_id) for fault metrics")
+    metric: Metric
+    basis: Literal["intended", "actual"] = Field(default="intended", description="latency from the intended "
+                                                                                 "start (open model) or actual")
+    min: float | None = None
+    max: float | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_keys(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            raise ValueError(f"an expectation is a mapping of keys to values, got {type(data).__name__}")
+        unknown = [k for k in data if k not in cls.model_fields]
+        if unknown:
+            raise ValueError(f"unknown key {unknown[0]!r}; allowed keys: {', '.join(cls.model_fields)}")
+        return data
+
+    @field_validator("metric", mode="before")
+    @classmethod
+    def _metric_word(cls, v: Any) -> Any:
+        if v not in METRICS:
+            raise ValueError(f"metric {v!r} is not one of: {', '.join(METRICS)}")
+        return v
+
+    @field_validator("basis", mode="before")
+    @classmethod
+    def _basis_word(cls, v: Any) -> Any:
+        if v not in BASES:
+            raise ValueError(f"basis {v!r} is not one of: {', '.join(BASES)}")
+        return v
+
+    @field_validator("outcome", mode="before")
+    @classmethod
+    def _outcome_word(cls, v: Any) -> Any:
+        if v is not None and v not in OUTCOMES:
+            raise ValueError(f"outcome {v!r} is not one of: {', '.join(OUTCOMES)}")
+        return v
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Expectation:
+        if self.min is None and self.max is None:
+            raise ValueError(f"expectation on {self.metric} needs min or max (or both)")
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise ValueError(f"min {self.min} is above max {self.max}")
+        allowed = ALLOWED_FILTERS[self.metric]
+        for key in FILTER_KEYS:
+            if getattr(self, key) is not None and key not in allowed:
+                names = ", ".join(allowed) if allowed else "none"
+                raise ValueError(f"key {key!r} does not apply to metric {self.metric}; its filters: {names}")
+        if self.metric in FAULT_METRICS and self.fault is None:
+            raise ValueError(f"metric {self.metric} needs key 'fault' (a fault id of the scenario)")
+        if self.metric == "share" and not any(getattr(self, k) is not None for k in OUTCOME_FILTERS):
+            raise ValueError("metric share needs one of keys outcome, response_code, remark_contains "
+                             "(the share of those rows among the rows of the other filters)")
+        if "basis" in self.model_fields_set and self.metric not in LATENCY_METRICS:
+            raise ValueError(f"key 'basis' applies only to metrics {', '.join(LATENCY_METRICS)}")
+        if self.after_s is not None and self.before_s is not None and self.before_s <= self.after_s:
+            raise ValueError(f"before_s {self.before_s} must be above after_s {self.after_s}")
+        return self
+
+    @property
+    def filters(self) -> dict[str, Any]:
+        """The filter keys that are set, in a stable order."""
+        return {k: getattr(self, k) for k in FILTER_KEYS if getattr(self, k) is not None}
+
+    @property
+    def limit(self) -> dict[str, float]:
+        return {k: v for k, v in (("min", self.min), ("max", self.max)) if v is not None}
+
+    def label(self) -> str:
+        """`name`, or a description built from the filters, metric and bounds."""
+        if self.name:
+            return self.name
+        parts = [f"{k}={v}" for k, v in self.filters.items()]
+        metric = self.metric + (f"[{self.basis}]" if self.metric in LATENCY_METRICS else "")
+        bounds = " ".join(f"{k}={v:g}" for k, v in self.limit.items())
+        return " ".join([*parts, metric, bounds])
+
+    def holds(self, measured: float) -> bool:
+        """Whether a measured value lies within the bounds (inclusive)."""
+        return (self.min is None or measured >= self.min) and (self.max is None or measured <= self.max)
+
+
+def parse_expectations(data: Any, source: str = "scenario.yaml", key: str = "expect") -> list[Expectation]:
+    """Validate a scenario's `expect` list. Raises `ValueError` with one line naming file, key and allowed values."""
+    if data is None:
+        return []
+    if not isinstance(data, list):
+        raise ValueError(f"{source}: {key}: must be a list of expectations, got {type(data).__name__}")
+    out = []
+    for i, item in enumerate(data):
+        try:
+            out.append(Expectation.model_validate(item))
+        except ValidationError as err:
+            raise ValueError(format_error(err, source, f"{key}[{i}]")) from None
+    return unique_labels(out)
+
+
+def format_error(err: ValidationError, source: str, prefix: str) -> str:
+    """The first validation error of `err` as `file: key.path: message` on one line."""
+    e = err.errors(include_url=False)[0]
+    loc = ".".join(str(p) for p in (prefix, *e["loc"]) if p != "")
+    msg = e["msg"].removeprefix("Value error, ")
+    if e["type"] == "literal_error" and e["loc"]:
+        field = str(e["loc"][-1])
+        allowed = {"metric": METRICS, "basis": BASES}.get(field)
+        if allowed:
+            msg = f"{e.get('input')!r} is not one of: {', '.join(allowed)}"
+    return f"{source}: {loc}: {msg}"
+
+
+def unique_labels(expectations: Sequence[Expectation]) -> list[Expectation]:
+    """Refuse two expectations with the same label: the verdict and junit name them by it."""
+    seen: set[str] = set()
+    for e in expectations:
+        label = e.label()
+        if label in seen:
+            raise ValueError(f"two expectations are both named {label!r}; give one a distinct 'name'")
+        seen.add(label)
+    return list(expectations)
+
+
+def metrics_needing_readback(expectations: Iterable[Expectation]) -> list[Expectation]:
+    return [e for e in expectations if e.metric in LOSS_METRICS]
