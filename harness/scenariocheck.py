@@ -1,0 +1,83 @@
+"""Checks of a validated scenario against the rest of the system: the faults registry (kind, parameters, which
+nodes a fault can target), the client profiles of `remoting`, the broker.conf lint of the chosen version, and
+sizes that cannot work together (a store smaller than two commitlog files)."""
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from harness import configlint
+from harness.scenario import BROKER_NODES, Scenario
+from harness.schemabase import first_error
+from harness.yamlsource import Marks
+
+STORE_FAULTS = ("readonly_fs", "disk_freeze", "disk_throttle")
+"""Faults that act on a node's store: only brokers have one."""
+RELAY_FAULTS = ("ha_link",)
+STORE_HEADROOM = 16 * 1024 * 1024
+DEFAULT_MAPPED_FILE_SIZE = 1024 * 1024 * 1024
+
+
+def check_scenario(scenario: Scenario, marks: Marks) -> None:
+    """Raise `SourceError` for the first thing in `scenario` the system cannot do."""
+    _check_faults(scenario, marks)
+    _check_clients(scenario, marks)
+    configlint.lint_scenario(scenario, marks)
+    _check_store(scenario, marks)
+
+
+def fault_classes() -> dict[str, Any]:
+    from faults.registry import FAULTS
+    return dict(FAULTS)
+
+
+def client_profiles() -> tuple[str, ...]:
+    from remoting import profiles
+    return tuple(profiles.PROFILES)
+
+
+def _check_faults(scenario: Scenario, marks: Marks) -> None:
+    classes = fault_classes()
+    for pi, fault in scenario.faults:
+        path: tuple[str | int, ...] = ("phases", scenario.source_phase(pi), "faults",
+                                       scenario.phases[pi].faults.index(fault))
+        if fault.kind not in classes:
+            raise marks.error(path + ("kind",), f"unknown fault {fault.kind!r}; allowed: {', '.join(sorted(classes))}")
+        cls = classes[fault.kind]
+        params_model: type[BaseModel] | None = getattr(cls, "Params", None)
+        if params_model is not None:
+            try:
+                params_model.model_validate(fault.params)
+            except ValidationError as err:
+                raise first_error(err, marks, path + ("params",)) from None
+        roles = tuple(getattr(cls, "target_roles", ()) or (BROKER_NODES if fault.kind in STORE_FAULTS else ()))
+        if roles and fault.target not in roles:
+            raise marks.error(path + ("target",), f"fault {fault.kind} cannot act on {fault.target!r} "
+                                                  f"(it needs a node with a store); allowed: {', '.join(roles)}")
+        if fault.kind in RELAY_FAULTS and scenario.cluster.ha_relay == "never":
+            raise marks.error(path + ("kind",), "fault ha_link needs the HA relay; cluster.ha_relay is 'never'; "
+                                                "allowed: auto, always")
+
+
+def _check_clients(scenario: Scenario, marks: Marks) -> None:
+    profiles = client_profiles()
+    for i, c in enumerate(scenario.load.clients):
+        if c.profile not in profiles:
+            raise marks.error(("load", "clients", i, "profile"),
+                              f"unknown client profile {c.profile!r}; allowed: {', '.join(profiles)}")
+    for pi, phase in enumerate(scenario.phases):
+        if phase.rate is not None and not any(scenario.load.model_of(c) == "open" for c in scenario.load.clients):
+            raise marks.error(("phases", scenario.source_phase(pi), "rate"),
+                              "a phase rate applies to open-model clients and the load has none")
+
+
+def _check_store(scenario: Scenario, marks: Marks) -> None:
+    for node in BROKER_NODES:
+        conf = scenario.cluster.broker.for_node(node)
+        mapped = conf.get("mappedFileSizeCommitLog", DEFAULT_MAPPED_FILE_SIZE)
+        if isinstance(mapped, int) and scenario.cluster.store_size < 2 * mapped + STORE_HEADROOM:
+            need = (2 * mapped + STORE_HEADROOM + 1024 * 1024 - 1) // (1024 * 1024)
+            raise marks.error(("cluster", "store_size"),
+                              f"the {node}'s store holds fewer than two commitlog files of {mapped} bytes "
+                              f"(mappedFileSizeCommitLog); allowed: at least {need}MiB")

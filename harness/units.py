@@ -1,0 +1,62 @@
+"""Durations (`30s`, `2m`, `1h`, `500ms`) and sizes (`64MiB`, `2GiB`, `128B`) as written in scenario files.
+
+A bare number is refused for both: `30` could be seconds or milliseconds, bytes or MiB, and a scenario is read by
+people who must not have to guess. Sizes are binary (`KiB`, `MiB`, `GiB`); `MB` is refused for the same reason.
+
+Example::
+
+    parse_duration("2m")      # 120.0 (seconds)
+    parse_size("64MiB")       # 67108864 (bytes)
+"""
+from __future__ import annotations
+
+import re
+
+DURATION_UNITS: dict[str, float] = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+SIZE_UNITS: dict[str, int] = {"B": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3, "TiB": 1024**4}
+DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)\s*$")
+SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(B|KiB|MiB|GiB|TiB)\s*$")
+DURATION_ALLOWED = "a number with a unit: " + ", ".join(f"N{u}" for u in DURATION_UNITS)
+SIZE_ALLOWED = "a number with a unit: " + ", ".join(f"N{u}" for u in SIZE_UNITS)
+
+
+def parse_duration(text: object) -> float:
+    """Seconds of a duration string. Raises `ValueError` naming the accepted forms."""
+    if isinstance(text, bool) or not isinstance(text, str):
+        raise ValueError(f"{text!r} is not a duration; allowed: {DURATION_ALLOWED}")
+    m = DURATION_RE.match(text)
+    if not m:
+        raise ValueError(f"{text!r} is not a duration; allowed: {DURATION_ALLOWED}")
+    return float(m[1]) * DURATION_UNITS[m[2]]
+
+
+def parse_size(text: object) -> int:
+    """Bytes of a size string. Raises `ValueError` naming the accepted forms."""
+    if isinstance(text, bool) or not isinstance(text, str):
+        raise ValueError(f"{text!r} is not a size; allowed: {SIZE_ALLOWED}")
+    m = SIZE_RE.match(text)
+    if not m:
+        raise ValueError(f"{text!r} is not a size; allowed: {SIZE_ALLOWED}")
+    value = float(m[1]) * SIZE_UNITS[m[2]]
+    if value != int(value):
+        raise ValueError(f"{text!r} is not a whole number of bytes")
+    return int(value)
+
+
+def format_duration(seconds: float) -> str:
+    """The shortest exact string for `seconds` (`parse_duration(format_duration(x)) == x` for ms multiples)."""
+    ms = round(seconds * 1000)
+    if ms == 0:
+        return "0s"
+    for unit, factor in (("h", 3_600_000), ("m", 60_000), ("s", 1000)):
+        if ms and ms % factor == 0:
+            return f"{ms // factor}{unit}"
+    return f"{ms}ms"
+
+
+def format_size(n: int) -> str:
+    """The largest binary unit that divides `n` exactly (`parse_size(format_size(n)) == n`)."""
+    for unit in ("TiB", "GiB", "MiB", "KiB"):
+        if n and n % SIZE_UNITS[unit] == 0:
+            return f"{n // SIZE_UNITS[unit]}{unit}"
+    return f"{n}B"

@@ -1,0 +1,88 @@
+"""Malformed scenarios: each gives exactly one line on stderr naming the file, the line and the key (and the allowed
+values where there is a list of them), and a non-zero exit code; valid files and matrices resolve as documented."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from malformed_scenarios import BASE, CASES, Case
+
+from harness.cli import main
+from harness.scenarioload import load_scenarios
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_malformed_scenario_gives_one_line(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / f"{case.id}.yaml"
+    path.write_text(case.text(), encoding="utf-8")
+    code = main(["validate", str(path)])
+    err = capsys.readouterr().err
+    assert code != 0
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    where = f"{path}:{case.line}:" if case.line else f"{path}:"
+    assert lines[0].startswith(where), lines[0]
+    assert case.key in lines[0], lines[0]
+    assert case.says in lines[0], lines[0]
+
+
+def test_there_are_at_least_twenty_cases() -> None:
+    assert len({c.id for c in CASES}) >= 20
+
+
+def test_base_is_valid_and_resolves(tmp_path: Path) -> None:
+    path = tmp_path / "base.yaml"
+    path.write_text(BASE, encoding="utf-8")
+    (s,) = load_scenarios(path)
+    data = s.resolved()
+    assert [p["name"] for p in data["phases"]] == ["warmup", "healthy", "outage"]
+    assert [p["duration_s"] for p in data["phases"]] == [5.0, 5.0, 5.0]
+    assert data["warmup"] == "0s"
+    assert data["cluster"]["store_size"] == "64MiB"
+    assert data["load"]["clients"][0]["profile"] == "java-4.9.1"
+    assert data["phases"][2]["faults"][0] == {"id": "ro", "kind": "readonly_fs", "target": "slave", "params": {},
+                                              "revert": "phase_end"}
+    again = tmp_path / "again.yaml"
+    again.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    (s2,) = load_scenarios(again)
+    assert s2.resolved() == data
+
+
+def test_phase_expectations_join_the_list_with_their_phase(tmp_path: Path) -> None:
+    path = tmp_path / "p.yaml"
+    path.write_text(BASE.replace("      - {id: ro, kind: readonly_fs, target: slave}\n",
+                                 "      - {id: ro, kind: readonly_fs, target: slave}\n"
+                                 "    expect:\n      - {outcome: SEND_OK, metric: count, max: 0}\n"), encoding="utf-8")
+    (s,) = load_scenarios(path)
+    assert [(e.phase, e.metric) for e in s.expect] == [("healthy", "share"), ("outage", "count")]
+
+
+def test_matrix_expands_every_combination(tmp_path: Path) -> None:
+    path = tmp_path / "m.yaml"
+    path.write_text(BASE.replace("expect:\n", """matrix:
+  cluster.version: ["4.9.1", "4.9.3"]
+  fallbehind:
+    - {name: default, set: {}}
+    - {name: 1m, set: {cluster.broker.master.haSlaveFallbehindMax: 1048576, phases.outage.duration: 7s}}
+expect:
+"""), encoding="utf-8")
+    runs = load_scenarios(path)
+    assert [r.name for r in runs] == [
+        "base.version=4.9.1.fallbehind=default", "base.version=4.9.1.fallbehind=1m",
+        "base.version=4.9.3.fallbehind=default", "base.version=4.9.3.fallbehind=1m"]
+    assert [r.cluster.version for r in runs] == ["4.9.1", "4.9.1", "4.9.3", "4.9.3"]
+    assert runs[1].cluster.broker.master == {"haSlaveFallbehindMax": 1048576}
+    assert runs[0].cluster.broker.master == {}
+    assert [r.phases[2].duration for r in runs] == [5.0, 7.0, 5.0, 7.0]
+    assert runs[3].variant == {"cluster.version": "4.9.3", "fallbehind": "1m"}
+    assert "matrix" not in runs[0].resolved()
+
+
+def test_key_the_version_lacks_passes_when_allowed(tmp_path: Path) -> None:
+    path = tmp_path / "a.yaml"
+    path.write_text(BASE.replace('version: "4.9.1"\n  store_size: 64MiB\n  broker:\n',
+                                 'version: "5.3.0"\n  store_size: 64MiB\n  allow_keys: [haSlaveFallbehindMax]\n'
+                                 '  broker:\n    master: {haSlaveFallbehindMax: 1048576}\n'), encoding="utf-8")
+    (s,) = load_scenarios(path)
+    assert s.cluster.broker.master["haSlaveFallbehindMax"] == 1048576
