@@ -1,0 +1,92 @@
+"""Spark DataFrames of many run directories: requests, metrics, read-back, each with its declared schema.
+
+The part files of all runs are read in one scan per kind (the `run_id` column tells the runs apart), with the
+schema of `analysis/contract.py` converted to Spark's (never inferred). The request frame gets the columns
+every later step groups by: the outcome's Jepsen class, the second of the run it started in, and the remark with
+its numbers replaced by `N` (so "period in queue: 205ms" and "...: 211ms" count as one remark).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from analysis import contract as c
+from analysis.rundir import RunDir
+
+NS_PER_S = 1_000_000_000
+ARROW_TO_SPARK: dict[pa.DataType, T.DataType] = {
+    pa.string(): T.StringType(),
+    pa.int64(): T.LongType(),
+    pa.int32(): T.IntegerType(),
+    pa.float64(): T.DoubleType(),
+}
+REQUEST_COLUMNS = ("run_id", "worker", "client", "key", "intended_ns", "start_ns", "end_ns", "latency_ms",
+                   "service_ms", "phase", "outcome", "response_code", "remark")
+
+
+def spark_schema(schema: pa.Schema) -> T.StructType:
+    """The contract's pyarrow schema as a Spark schema (same names, types and nullability)."""
+    return T.StructType([T.StructField(f.name, ARROW_TO_SPARK[f.type], f.nullable) for f in schema])
+
+
+def read_parts(spark: SparkSession, paths: Sequence[Path], schema: pa.Schema) -> DataFrame:
+    """All `paths` as one DataFrame with `schema`; an empty frame of that schema when there are none."""
+    sschema = spark_schema(schema)
+    if not paths:
+        return spark.createDataFrame([], sschema)
+    return spark.read.schema(sschema).parquet(*(str(p) for p in paths))
+
+
+def jepsen_class(outcome: Column) -> Column:
+    """ok / fail / info of an outcome word (unknown words are info), as a Spark expression."""
+    mapping = F.create_map(*[F.lit(x) for kv in c.OUTCOME_CLASS.items() for x in kv])
+    return F.coalesce(mapping[outcome], F.lit(c.INFO))
+
+
+@dataclass
+class Frames:
+    """The raw frames of all runs."""
+
+    requests: DataFrame
+    metrics: DataFrame
+    readback: DataFrame
+
+
+def load_frames(spark: SparkSession, runs: Sequence[RunDir]) -> Frames:
+    """Read every run's valid part files, one scan per kind."""
+    def parts(kind: str) -> list[Path]:
+        return [p for r in runs for p in r.parts[kind]]
+
+    return Frames(
+        requests=read_parts(spark, parts(c.REQUESTS_DIR), c.REQUEST_SCHEMA),
+        metrics=read_parts(spark, parts(c.METRICS_DIR), c.METRICS_SCHEMA),
+        readback=read_parts(spark, parts(c.READBACK_DIR), c.READBACK_SCHEMA),
+    )
+
+
+def runs_frame(spark: SparkSession, t0: dict[str, int]) -> DataFrame:
+    """One row per run: run_id and t0_ns, the zero of the run's time axis (wall ns)."""
+    return spark.createDataFrame(sorted(t0.items()), "run_id string, t0_ns long")
+
+
+def second_of(ns: Column, t0_ns: Column) -> Column:
+    """Whole second of the run (floor, may be negative) of a wall-ns time."""
+    return F.floor((ns - t0_ns) / F.lit(NS_PER_S)).cast("long")
+
+
+def enrich_requests(requests: DataFrame, runs: DataFrame) -> DataFrame:
+    """Request rows with `cls`, `sec` (by start), `isec` (by intended start) and `remark_pattern`."""
+    return (
+        requests.select(*REQUEST_COLUMNS)
+        .join(F.broadcast(runs), "run_id", "inner")
+        .withColumn("cls", jepsen_class(F.col("outcome")))
+        .withColumn("sec", second_of(F.col("start_ns"), F.col("t0_ns")))
+        .withColumn("isec", second_of(F.coalesce(F.col("intended_ns"), F.col("start_ns")), F.col("t0_ns")))
+        .withColumn("remark_pattern", F.regexp_replace(F.col("remark"), "[0-9]+", "N"))
+    )

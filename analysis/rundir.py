@@ -1,0 +1,203 @@
+"""Open one run directory for analysis: scenario, events, cluster config and the part files Spark may read.
+
+Pure Python, run before Spark starts, so bad input fails fast with a one-line `RunDirError` and nothing written.
+What an interrupted run leaves behind is accepted and noted in `warnings`: a half-written last line of
+`events.jsonl`, a part file without a valid Parquet footer (skipped), no `readback/`, no `report/`.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import yaml
+
+from analysis import contract as c
+from analysis.errors import RunDirError
+from analysis.expectations import Expectation, parse_expectations
+from analysis.timeline import Timeline, build_timeline
+
+
+@dataclass
+class PhaseSpec:
+    name: str
+    duration_s: float | None = None
+
+
+@dataclass
+class RunDir:
+    """One run directory, opened and checked."""
+
+    layout: c.RunLayout
+    run_id: str
+    scenario_name: str
+    scenario_text: str | None
+    expectations: list[Expectation]
+    phases: list[PhaseSpec]
+    cluster: dict[str, Any] | None
+    timeline: Timeline
+    parts: dict[str, list[Path]]  # "requests" | "metrics" | "readback" -> valid part files
+    skipped: dict[str, list[str]] = field(default_factory=dict)  # same keys -> "file: reason"
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def path(self) -> Path:
+        return self.layout.root
+
+    @property
+    def has_readback(self) -> bool:
+        return bool(self.parts["readback"])
+
+    @property
+    def readback_complete(self) -> bool:
+        """Read-back files exist and were not cut short (a started read-back has its end event)."""
+        tl = self.timeline
+        return self.has_readback and not self.skipped["readback"] and (tl.readback_ended or not tl.readback_started)
+
+    @property
+    def requests_complete(self) -> bool:
+        return not self.skipped["requests"]
+
+
+SCHEMAS = {c.REQUESTS_DIR: c.REQUEST_SCHEMA, c.METRICS_DIR: c.METRICS_SCHEMA, c.READBACK_DIR: c.READBACK_SCHEMA}
+
+
+def open_run_dir(path: str | Path) -> RunDir:
+    """Open and check a run directory. Raises `RunDirError` (one line) for input the job cannot accept."""
+    root = Path(path)
+    if not root.is_dir():
+        raise RunDirError(f"{root}: not a directory (expected a run directory runs/<run-id>/)")
+    layout = c.RunLayout.of(root)
+    known = (layout.scenario, layout.events, layout.requests)
+    if not any(p.exists() for p in known):
+        raise RunDirError(f"{root}: not a run directory (none of {', '.join(p.name for p in known)} exists)")
+    warnings: list[str] = []
+    scenario, text = _read_scenario(layout, warnings)
+    events = _read_events(layout, warnings)
+    timeline = build_timeline(events)
+    run_id = timeline.run_id or layout.run_id
+    phases = _phases(scenario, layout.scenario)
+    try:
+        expectations = parse_expectations(scenario.get("expect"), source=str(layout.scenario)) if scenario else []
+    except ValueError as err:
+        raise RunDirError(str(err)) from None
+    _check_phase_names(expectations, phases, timeline, layout.scenario)
+    parts: dict[str, list[Path]] = {}
+    skipped: dict[str, list[str]] = {}
+    for sub, schema in SCHEMAS.items():
+        parts[sub], skipped[sub] = _screen_parts(root / sub, schema)
+        warnings += [f"{sub}/{s}: skipped" for s in skipped[sub]]
+    if timeline.status != "completed":
+        warnings.append(f"events.jsonl: run status is {timeline.status!r} (no run_end 'completed'): "
+                        "measurements that need the whole run are unknown")
+    if not parts["readback"]:
+        warnings.append("readback/: no read-back rows: the loss check is unknown")
+    elif timeline.readback_started and not timeline.readback_ended:
+        warnings.append("events.jsonl: readback_start without readback_end: the loss check is unknown")
+    return RunDir(layout=layout, run_id=run_id, scenario_name=str(scenario.get("name") or run_id),
+                  scenario_text=text, expectations=expectations, phases=phases,
+                  cluster=_read_cluster(layout, warnings), timeline=timeline, parts=parts, skipped=skipped,
+                  warnings=warnings)
+
+
+def _read_scenario(layout: c.RunLayout, warnings: list[str]) -> tuple[dict[str, Any], str | None]:
+    if not layout.scenario.exists():
+        warnings.append("scenario.yaml: missing: no expectations, phases from events.jsonl only")
+        return {}, None
+    text = layout.scenario.read_text(encoding="utf-8", errors="replace")
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark else ""
+        raise RunDirError(f"{layout.scenario}:{where} not valid YAML ({getattr(err, 'problem', err)})") from None
+    if data is None:
+        return {}, text
+    if not isinstance(data, dict):
+        raise RunDirError(f"{layout.scenario}: must be a mapping with keys name, phases, expect; "
+                          f"got {type(data).__name__}")
+    return data, text
+
+
+def _phases(scenario: dict[str, Any], source: Path) -> list[PhaseSpec]:
+    raw = scenario.get("phases")
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise RunDirError(f"{source}: phases: must be a list of {{name, duration_s}}, got {type(raw).__name__}")
+    out = []
+    for i, ph in enumerate(raw):
+        if not isinstance(ph, dict) or not isinstance(ph.get("name"), str) or not ph["name"]:
+            raise RunDirError(f"{source}: phases[{i}].name: must be a non-empty string")
+        dur = ph.get("duration_s")
+        if dur is not None and (isinstance(dur, bool) or not isinstance(dur, int | float) or dur < 0):
+            raise RunDirError(f"{source}: phases[{i}].duration_s: must be a number of seconds >= 0, got {dur!r}")
+        out.append(PhaseSpec(ph["name"], dur))
+    return out
+
+
+def _check_phase_names(expectations: list[Expectation], phases: list[PhaseSpec], timeline: Timeline,
+                       source: Path) -> None:
+    names = [p.name for p in phases] or [p.name for p in timeline.phases]
+    for i, e in enumerate(expectations):
+        if e.phase is not None and names and e.phase not in names:
+            raise RunDirError(f"{source}: expect[{i}].phase: {e.phase!r} is not one of: {', '.join(names)}")
+
+
+def _read_events(layout: c.RunLayout, warnings: list[str]) -> list[dict[str, Any]]:
+    if not layout.events.exists():
+        warnings.append("events.jsonl: missing: no phases, faults or run status")
+        return []
+    lines = layout.events.read_bytes().split(b"\n")
+    events = []
+    for n, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            ev = json.loads(raw)
+        except ValueError:
+            last = all(not rest.strip() for rest in lines[n:])
+            warnings.append(f"events.jsonl line {n}: not JSON ({'truncated last line' if last else 'skipped'})")
+            continue
+        if isinstance(ev, dict) and isinstance(ev.get("event"), str):
+            events.append(ev)
+        else:
+            warnings.append(f"events.jsonl line {n}: not an event object with 'event' (skipped)")
+    return events
+
+
+def _read_cluster(layout: c.RunLayout, warnings: list[str]) -> dict[str, Any] | None:
+    if not layout.cluster.exists():
+        warnings.append("cluster.json: missing: the report shows no config in effect")
+        return None
+    try:
+        data = json.loads(layout.cluster.read_text(encoding="utf-8"))
+    except ValueError as err:
+        warnings.append(f"cluster.json: not JSON ({err}): not shown")
+        return None
+    return data if isinstance(data, dict) else {"cluster": data}
+
+
+def _screen_parts(directory: Path, schema: pa.Schema) -> tuple[list[Path], list[str]]:
+    """Part files with a readable footer and the contract's column types; the others with a reason."""
+    if not directory.is_dir():
+        return [], []
+    good, bad = [], []
+    for path in sorted(directory.glob(c.PART_GLOB)):
+        try:
+            file_schema = pq.read_schema(path)
+        except (OSError, pa.ArrowException) as err:
+            bad.append(f"{path.name}: not a complete Parquet file ({str(err).splitlines()[0]})")
+            continue
+        for f in schema:
+            idx = file_schema.get_field_index(f.name)
+            if idx < 0 and not f.nullable:
+                raise RunDirError(f"{path}: column {f.name!r} is missing (required by analysis/contract.py)")
+            if idx >= 0 and file_schema.field(idx).type != f.type:
+                raise RunDirError(f"{path}: column {f.name!r} has type {file_schema.field(idx).type}, "
+                                  f"the contract says {f.type}")
+        good.append(path)
+    return good, bad

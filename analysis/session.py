@@ -1,0 +1,78 @@
+"""The Spark session of the analysis job: local[2] by default, quiet, no UI; `--master URL` passes through.
+
+Under `spark-submit` the master and the rest of the configuration come from spark-submit; this module then only
+adds the settings that the job needs to be right (UTC session time zone) and leaves the rest alone.
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import tempfile
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+DEFAULT_MASTER = "local[2]"
+APP_NAME = "rmq-chaos-report"
+LOCAL_IP = "127.0.0.1"
+SHUFFLE_PARTITIONS = 8
+DRIVER_MEMORY = "4g"
+LOG_LEVEL = "ERROR"
+LOG4J2_PROPERTIES = """\
+status = error
+name = rmq-chaos-quiet
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n%ex
+rootLogger.level = {level}
+rootLogger.appenderRef.stdout.ref = console
+logger.repl.name = org.apache.spark.api.python.PythonGatewayServer
+logger.repl.level = {level}
+"""
+
+
+def under_spark_submit() -> bool:
+    """True when this Python process was started by spark-submit (the JVM already exists)."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def _log4j_file(level: str) -> Path:
+    fd, name = tempfile.mkstemp(prefix="rmq-chaos-log4j2-", suffix=".properties")
+    with os.fdopen(fd, "w") as f:
+        f.write(LOG4J2_PROPERTIES.replace("{level}", level))
+    atexit.register(lambda: Path(name).unlink(missing_ok=True))
+    return Path(name)
+
+
+def get_session(master: str | None = None, log_level: str = LOG_LEVEL,
+                shuffle_partitions: int = SHUFFLE_PARTITIONS) -> SparkSession:
+    """The active session, or a new one: `master` (default local[2]) with quiet logs and no web UI.
+
+    A session that already runs (a test's session, spark-submit's) is reused as it is."""
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    builder = SparkSession.builder.appName(APP_NAME).config("spark.sql.session.timeZone", "UTC")
+    if not under_spark_submit() or master:
+        os.environ.setdefault("SPARK_LOCAL_IP", LOCAL_IP)
+        log4j = _log4j_file(log_level)
+        builder = (
+            builder.master(master or DEFAULT_MASTER)
+            .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
+            .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+            .config("spark.default.parallelism", str(shuffle_partitions))
+            .config("spark.sql.adaptive.enabled", "true")
+            .config("spark.driver.extraJavaOptions", f"-Dlog4j.configurationFile=file:{log4j}")
+        )
+        if (master or DEFAULT_MASTER).startswith("local"):
+            builder = (
+                builder.config("spark.driver.memory", DRIVER_MEMORY)
+                .config("spark.driver.host", LOCAL_IP)
+                .config("spark.driver.bindAddress", LOCAL_IP)
+            )
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(log_level)
+    return spark
