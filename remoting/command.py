@@ -5,6 +5,7 @@ import itertools
 from dataclasses import dataclass, field
 
 from remoting.codes import RPC_ONEWAY, RPC_TYPE_RESPONSE, VERSION_V4_9_1, LanguageCode, SerializeType
+from remoting.hashmap import java_ordered
 
 _opaques = itertools.count(0)
 
@@ -93,7 +94,8 @@ def make_response(
 
 
 def header_fields(values: dict[str, object]) -> dict[str, str]:
-    """Custom-header values as the wire carries them: strings, booleans as `true`/`false`, None left out."""
+    """Custom-header values as the wire carries them: strings, booleans as `true`/`false`, None left out, in the
+    iteration order of the Java HashMap they would have been put into (in the order given)."""
     out: dict[str, str] = {}
     for key, value in values.items():
         if value is None:
@@ -102,4 +104,4 @@ def header_fields(values: dict[str, object]) -> dict[str, str]:
             out[key] = "true" if value else "false"
         else:
             out[key] = str(value)
-    return out
+    return java_ordered(out)

@@ -1,19 +1,37 @@
 """The Java client's exceptions. Catch `RemotingError` for all of them; a class's name is the outcome word a
-request record carries (DESIGN: outcomes), so names match `org.apache.rocketmq` exactly."""
+request record carries (DESIGN: outcomes), so names match `org.apache.rocketmq` exactly, and `str(e)` is Java's
+`getMessage()` (including the FAQ tails of `FAQUrl.attachDefaultURL` / `suggestTodo`)."""
 from __future__ import annotations
 
-from remoting.codes import response_code_name
+FAQ_URL = "http://rocketmq.apache.org/docs/faq/"
+TIP_STRING_BEGIN = "\nSee "
+TIP_STRING_END = " for further details."
 
-FAQ_SEND_MSG_FAILED = "http://rocketmq.apache.org/docs/faq/"
+
+def suggest_todo(url: str = FAQ_URL) -> str:
+    """`FAQUrl.suggestTodo`."""
+    return f"{TIP_STRING_BEGIN}{url}{TIP_STRING_END}"
+
+
+def attach_default_url(message: str) -> str:
+    """`FAQUrl.attachDefaultURL`: append the FAQ link unless the message already has a `suggestTodo` tip."""
+    if TIP_STRING_BEGIN in message:
+        return message
+    return f"{message}\nFor more information, please visit the url, {FAQ_URL}"
 
 
 class RemotingError(Exception):
-    """Base of every error this package raises. `attempts` is filled in by the producer when a send fails."""
+    """Base of every error this package raises. The producer fills in `attempts` (list of `Attempt`) and `msg_id`
+    (the message's UNIQ_KEY) when a send fails."""
 
     def __init__(self, message: str = "") -> None:
         super().__init__(message)
         self.message = message
         self.attempts: list = []
+        self.msg_id: str | None = None
+
+    def __str__(self) -> str:
+        return self.message
 
     @property
     def response_code(self) -> int | None:
@@ -25,10 +43,12 @@ class RemotingError(Exception):
 
 
 class RemotingCommandException(RemotingError):
-    """A frame or header that cannot be decoded (bad length, truncated, not JSON, ...)."""
+    """A frame, header or body that cannot be decoded (bad length, truncated, not JSON, missing field, ...)."""
 
 
 class RemotingConnectException(RemotingError):
+    """`connect to <addr> failed` (no channel, or the channel was not active)."""
+
     def __init__(self, addr: str, cause: BaseException | None = None) -> None:
         super().__init__(f"connect to {addr} failed")
         self.addr = addr
@@ -36,8 +56,10 @@ class RemotingConnectException(RemotingError):
 
 
 class RemotingSendRequestException(RemotingError):
+    """`send request to <addr> failed`: the write failed, or the channel was closed while the request waited."""
+
     def __init__(self, addr: str, cause: BaseException | None = None) -> None:
-        super().__init__(f"send request to {addr} failed")
+        super().__init__(f"send request to <{addr}> failed")
         self.addr = addr
         self.__cause__ = cause
 
@@ -55,17 +77,27 @@ class RemotingTimeoutException(RemotingError):
 
 
 class RemotingTooMuchRequestException(RemotingError):
-    """Raised by the producer as `sendDefaultImpl call timeout` when the send budget ran out between attempts."""
+    """`sendDefaultImpl call timeout`: the send's budget ran out before an attempt could start (also
+    `sendKernelImpl call timeout` / `sendMessage call timeout` inside an attempt)."""
 
 
 class MQClientException(RemotingError):
-    """Client-side failure with a response code: -1, a broker code, or a `ClientErrorCode`."""
+    """Client-side failure with a response code: -1, a broker code, or a `ClientErrorCode`. Built like Java's
+    `MQClientException(int code, String msg)`; `MQClientException.wrapping(msg, cause)` is the `(String, Throwable)`
+    constructor (code -1 until `response_code` is set, as `sendDefaultImpl` does)."""
 
     def __init__(self, response_code: int, error_message: str, cause: BaseException | None = None) -> None:
-        super().__init__(error_message)
+        super().__init__(attach_default_url(f"CODE: {response_code}  DESC: {error_message}"))
         self._response_code = response_code
         self.error_message = error_message
         self.__cause__ = cause
+
+    @classmethod
+    def wrapping(cls, error_message: str, cause: BaseException | None) -> MQClientException:
+        exc = cls(-1, error_message, cause)
+        exc.message = attach_default_url(error_message)
+        exc.args = (exc.message,)
+        return exc
 
     @property
     def response_code(self) -> int:
@@ -75,17 +107,20 @@ class MQClientException(RemotingError):
     def response_code(self, code: int) -> None:
         self._response_code = code
 
-    def __str__(self) -> str:
-        return f"CODE: {self._response_code}  DESC: {self.error_message}"
+    @property
+    def remark(self) -> str:
+        return self.error_message
 
 
 class MQBrokerException(RemotingError):
-    """A response code the client does not map to a send status, with the broker's remark."""
+    """A response code the client does not map to a result, with the broker's remark and address."""
 
     def __init__(self, response_code: int, remark: str | None, broker_addr: str | None = None) -> None:
-        super().__init__(remark or "")
+        where = f" BROKER: {broker_addr}" if broker_addr is not None else ""
+        desc = "null" if remark is None else remark
+        super().__init__(attach_default_url(f"CODE: {response_code}  DESC: {desc}{where}"))
         self._response_code = response_code
-        self._remark = remark or ""
+        self._remark = remark
         self.broker_addr = broker_addr
 
     @property
@@ -94,9 +129,4 @@ class MQBrokerException(RemotingError):
 
     @property
     def remark(self) -> str:
-        return self._remark
-
-    def __str__(self) -> str:
-        name = response_code_name(self._response_code)
-        where = f" BROKER: {self.broker_addr}" if self.broker_addr else ""
-        return f"CODE: {self._response_code} ({name})  DESC: {self._remark}{where}"
+        return self._remark or ""
