@@ -1,0 +1,124 @@
+"""The name server's route tables (`RouteInfoManager`): brokers register every 30 s, masters' topic configs become
+queue data, brokers not heard from for 120 s (or whose connection closed) are dropped, and route and cluster data are
+answered in fastjson's layout (bean keys sorted, broker ids as bare integer keys)."""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+
+from emulator.logs import namesrv_log
+
+BROKER_CHANNEL_EXPIRED_MS = 1000 * 60 * 2
+MASTER_ID = 0
+
+
+@dataclass
+class BrokerLive:
+    last_update_ms: float
+    data_version: dict
+    channel_id: int
+    ha_server_addr: str
+
+
+@dataclass
+class BrokerData:
+    cluster: str
+    broker_name: str
+    broker_addrs: dict[int, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return {"brokerAddrs": dict(sorted(self.broker_addrs.items())), "brokerName": self.broker_name,
+                "cluster": self.cluster}
+
+
+class RouteTable:
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self.topic_queue: dict[str, dict[str, dict]] = {}
+        self.broker_addr: dict[str, BrokerData] = {}
+        self.cluster_addr: dict[str, set[str]] = {}
+        self.broker_live: dict[str, BrokerLive] = {}
+
+    def register(self, cluster: str, broker_addr: str, broker_name: str, broker_id: int, ha_server_addr: str,
+                 topic_wrapper: dict | None, channel_id: int) -> dict[str, str]:
+        """RouteInfoManager.registerBroker; returns the response fields (a slave learns its master's addresses)."""
+        with self._lock:
+            self.cluster_addr.setdefault(cluster, set()).add(broker_name)
+            data = self.broker_addr.setdefault(broker_name, BrokerData(cluster, broker_name))
+            for bid, addr in list(data.broker_addrs.items()):
+                if addr == broker_addr and bid != broker_id:
+                    del data.broker_addrs[bid]
+            first = data.broker_addrs.get(broker_id) != broker_addr
+            data.broker_addrs[broker_id] = broker_addr
+            version = (topic_wrapper or {}).get("dataVersion") or {}
+            live = self.broker_live.get(broker_addr)
+            changed = live is None or live.data_version != version
+            if topic_wrapper is not None and broker_id == MASTER_ID and (changed or first):
+                for topic, conf in (topic_wrapper.get("topicConfigTable") or {}).items():
+                    self.topic_queue.setdefault(topic, {})[broker_name] = {
+                        "brokerName": broker_name, "perm": conf.get("perm", 6),
+                        "readQueueNums": conf.get("readQueueNums", 0), "topicSysFlag": conf.get("topicSysFlag", 0),
+                        "writeQueueNums": conf.get("writeQueueNums", 0)}
+            if live is None:
+                namesrv_log.info("new broker registered, %s HAServer: %s", broker_addr, ha_server_addr)
+            self.broker_live[broker_addr] = BrokerLive(time.time() * 1000, version, channel_id, ha_server_addr)
+            result: dict[str, str] = {}
+            if broker_id != MASTER_ID:
+                master = data.broker_addrs.get(MASTER_ID)
+                if master is not None:
+                    master_live = self.broker_live.get(master)
+                    if master_live is not None:
+                        result["haServerAddr"] = master_live.ha_server_addr
+                    result["masterAddr"] = master
+            return result
+
+    def unregister(self, broker_addr: str, broker_name: str, broker_id: int) -> None:
+        with self._lock:
+            self._remove(broker_addr, reason="unregister")
+
+    def route(self, topic: str) -> dict | None:
+        with self._lock:
+            queues = self.topic_queue.get(topic)
+            if not queues:
+                return None
+            datas = [self.broker_addr[name].to_json() for name in queues if name in self.broker_addr]
+            if not datas:
+                return None
+            return {"brokerDatas": datas, "filterServerTable": {},
+                    "queueDatas": [dict(q) for q in queues.values()]}
+
+    def cluster_info(self) -> dict:
+        with self._lock:
+            return {"brokerAddrTable": {n: d.to_json() for n, d in self.broker_addr.items()},
+                    "clusterAddrTable": {c: sorted(names) for c, names in self.cluster_addr.items()}}
+
+    def scan_not_active(self) -> None:
+        now = time.time() * 1000
+        with self._lock:
+            for addr, live in list(self.broker_live.items()):
+                if live.last_update_ms + BROKER_CHANNEL_EXPIRED_MS < now:
+                    namesrv_log.warning("The broker channel expired, %s %dms", addr, BROKER_CHANNEL_EXPIRED_MS)
+                    self._remove(addr, reason="expired")
+
+    def channel_closed(self, channel_id: int) -> None:
+        with self._lock:
+            for addr, live in list(self.broker_live.items()):
+                if live.channel_id == channel_id:
+                    self._remove(addr, reason="channel destroyed")
+
+    def _remove(self, broker_addr: str, reason: str) -> None:
+        self.broker_live.pop(broker_addr, None)
+        for name, data in list(self.broker_addr.items()):
+            for bid, addr in list(data.broker_addrs.items()):
+                if addr == broker_addr:
+                    del data.broker_addrs[bid]
+                    namesrv_log.info("remove brokerAddr[%s, %s] from brokerAddrTable, because %s", bid, addr, reason)
+            if not data.broker_addrs:
+                del self.broker_addr[name]
+                for names in self.cluster_addr.values():
+                    names.discard(name)
+                for topic in list(self.topic_queue):
+                    self.topic_queue[topic].pop(name, None)
+                    if not self.topic_queue[topic]:
+                        del self.topic_queue[topic]

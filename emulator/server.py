@@ -1,0 +1,178 @@
+"""The remoting server of the name server and the brokers: a listening socket on the configured port, one reader
+thread per connection (network I/O), requests dispatched by code to a processor and its executor exactly as
+`NettyRemotingAbstract.processRequestCommand` does: `[REJECTREQUEST]` when the processor rejects, `[OVERLOAD]` when
+the executor's queue is full, REQUEST_CODE_NOT_SUPPORTED for unknown codes. Responses are written under a
+per-connection lock by whichever thread completes them."""
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from emulator.executor import BoundedExecutor, RejectedExecution, RequestTask
+from emulator.logs import broker_log
+from remoting.codec import FrameReader, encode
+from remoting.codes import RPC_TYPE_RESPONSE, ResponseCode
+from remoting.command import RemotingCommand
+from remoting.errors import RemotingCommandException
+from remoting.hashmap import java_ordered
+
+RECV_SIZE = 256 * 1024
+BACKLOG = 1024
+REJECT_REMARK = "[REJECTREQUEST]system busy, start flow control for a while"
+OVERLOAD_REMARK = "[OVERLOAD]system busy, start flow control for a while"
+
+
+class Channel:
+    """One accepted connection. `remote` is `ip:port` of the peer."""
+
+    def __init__(self, sock: socket.socket, remote: tuple[str, int], version: int) -> None:
+        self.sock = sock
+        self.remote_host, self.remote_port = remote[0], remote[1]
+        self.remote = f"{remote[0]}:{remote[1]}"
+        self.version = version
+        self._lock = threading.Lock()
+        self.closed = False
+
+    def respond(self, request: RemotingCommand, code: int, remark: str | None = None,
+                ext_fields: dict[str, str] | None = None, body: bytes = b"") -> None:
+        """Write the response to `request` (ext_fields in Java HashMap order, as the broker's header map)."""
+        if request.is_oneway:
+            return
+        cmd = RemotingCommand(code=int(code), version=self.version, opaque=request.opaque, flag=RPC_TYPE_RESPONSE,
+                              remark=remark, ext_fields=java_ordered(ext_fields) if ext_fields is not None else None,
+                              body=body)
+        self.send(cmd)
+
+    def send(self, cmd: RemotingCommand) -> None:
+        data = encode(cmd)
+        with self._lock:
+            if self.closed:
+                return
+            try:
+                self.sock.sendall(data)
+            except OSError:
+                self._close_locked()
+
+    def close(self) -> None:
+        with self._lock:
+            self._close_locked()
+
+    def _close_locked(self) -> None:
+        if not self.closed:
+            self.closed = True
+            try:
+                self.sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            self.sock.close()
+
+
+class Processor:
+    """A request processor: `process` answers now (returns the response fields) or later (returns None and
+    responds through the channel itself)."""
+
+    def reject_request(self) -> bool:
+        return False
+
+    def process(self, channel: Channel, request: RemotingCommand) -> None:
+        raise NotImplementedError
+
+
+@dataclass
+class _Route:
+    processor: Processor
+    executor: BoundedExecutor | None
+
+
+class RemotingServer:
+    def __init__(self, host: str, port: int, name: str, version: int) -> None:
+        self.host, self.port, self.name, self.version = host, port, name, version
+        self._routes: dict[int, _Route] = {}
+        self._listener: socket.socket | None = None
+        self._channels: set[Channel] = set()
+        self._stopped = threading.Event()
+        self.on_close: list[Callable[[Channel], None]] = []
+
+    def register(self, code: int, processor: Processor, executor: BoundedExecutor | None) -> None:
+        self._routes[int(code)] = _Route(processor, executor)
+
+    def start(self) -> None:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((self.host, self.port))
+        sock.listen(BACKLOG)
+        self._listener = sock
+        threading.Thread(target=self._accept, name=f"{self.name}Boss", daemon=True).start()
+
+    def shutdown(self) -> None:
+        self._stopped.set()
+        if self._listener is not None:
+            try:
+                self._listener.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            self._listener.close()
+        for ch in list(self._channels):
+            ch.close()
+
+    def _accept(self) -> None:
+        n = 0
+        while not self._stopped.is_set():
+            try:
+                conn, remote = self._listener.accept()  # type: ignore[union-attr]
+            except OSError:
+                return
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            channel = Channel(conn, remote, self.version)
+            self._channels.add(channel)
+            n += 1
+            threading.Thread(target=self._read, args=(channel,), name=f"{self.name}Worker_{n}", daemon=True).start()
+
+    def _read(self, channel: Channel) -> None:
+        reader = FrameReader()
+        sock = channel.sock
+        try:
+            while True:
+                data = sock.recv(RECV_SIZE)
+                if not data:
+                    break
+                for cmd in reader.feed(data):
+                    if not cmd.is_response:
+                        self._dispatch(channel, cmd)
+        except (OSError, RemotingCommandException) as e:
+            broker_log.info("closeChannel: %s, %s", channel.remote, e)
+        finally:
+            channel.close()
+            self._channels.discard(channel)
+            for listener in self.on_close:
+                listener(channel)
+
+    def _dispatch(self, channel: Channel, cmd: RemotingCommand) -> None:
+        route = self._routes.get(cmd.code)
+        if route is None:
+            remark = f" request type {cmd.code} not supported"
+            channel.respond(cmd, ResponseCode.REQUEST_CODE_NOT_SUPPORTED, remark)
+            broker_log.error("%s%s", channel.remote, remark)
+            return
+        processor = route.processor
+        if processor.reject_request():
+            channel.respond(cmd, ResponseCode.SYSTEM_BUSY, REJECT_REMARK)
+            return
+
+        def run() -> None:
+            try:
+                processor.process(channel, cmd)
+            except Exception as e:  # the Java server answers SYSTEM_ERROR with the exception's simple description
+                broker_log.exception("process request exception")
+                channel.respond(cmd, ResponseCode.SYSTEM_ERROR, f"{type(e).__name__}: {e}")
+
+        if route.executor is None:
+            run()
+            return
+        task = RequestTask(run, lambda code, remark: channel.respond(cmd, code, remark))
+        try:
+            route.executor.submit(task)
+        except RejectedExecution:
+            channel.respond(cmd, ResponseCode.SYSTEM_BUSY, OVERLOAD_REMARK)

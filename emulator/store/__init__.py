@@ -1,0 +1,1 @@
+"""The broker's message store on real files: commitlog, consume queues, flush, recovery, statistics."""

@@ -1,0 +1,67 @@
+"""Foreign calls that release the GIL while the kernel works, so a page fault that blocks (frozen, throttled, swapped
+out, read-only store) stops only the thread that touched the page, as in the JVM: `memmove` into a mapping, and
+`process_vm_writev` into our own mapping, whose failed fault comes back as an errno instead of SIGBUS (the way the
+JVM turns a fault in a mapped-buffer copy into an `InternalError` the store catches and logs)."""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import mmap
+import os
+
+_libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+
+
+class _IoVec(ctypes.Structure):
+    _fields_ = [("iov_base", ctypes.c_void_p), ("iov_len", ctypes.c_size_t)]
+
+
+_process_vm_writev = _libc.process_vm_writev
+_process_vm_writev.restype = ctypes.c_ssize_t
+_process_vm_writev.argtypes = [ctypes.c_int, ctypes.POINTER(_IoVec), ctypes.c_ulong, ctypes.POINTER(_IoVec),
+                               ctypes.c_ulong, ctypes.c_ulong]
+_PID = os.getpid()
+
+memmove = ctypes.memmove
+string_at = ctypes.string_at
+memset = ctypes.memset
+
+
+class Mapping:
+    """A shared read/write mapping of `size` bytes of `fd` (or anonymous memory when fd is -1), with its address."""
+
+    def __init__(self, fd: int, size: int) -> None:
+        if fd < 0:
+            self.mm = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        else:
+            self.mm = mmap.mmap(fd, size, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+        self._anchor = ctypes.c_char.from_buffer(self.mm)
+        self.addr = ctypes.addressof(self._anchor)
+        self.size = size
+
+    def write(self, pos: int, data: bytes | bytearray | memoryview) -> None:
+        """Copy into the mapping; a fault that cannot be served kills the process (SIGBUS), as a raw JVM copy can."""
+        if isinstance(data, bytes):
+            memmove(self.addr + pos, data, len(data))
+        else:
+            buf = (ctypes.c_char * len(data)).from_buffer(data)
+            memmove(self.addr + pos, buf, len(data))
+
+    def write_checked(self, pos: int, data: bytes) -> None:
+        """Copy into the mapping through the kernel; a failed fault raises OSError (EFAULT) instead of SIGBUS."""
+        src = _IoVec(ctypes.cast(ctypes.c_char_p(data), ctypes.c_void_p), len(data))
+        dst = _IoVec(self.addr + pos, len(data))
+        done = _process_vm_writev(_PID, ctypes.byref(src), 1, ctypes.byref(dst), 1, 0)
+        if done != len(data):
+            err = ctypes.get_errno() if done < 0 else 5
+            raise OSError(err, f"write into mapping failed: {os.strerror(err)}")
+
+    def read(self, pos: int, size: int) -> bytes:
+        return string_at(self.addr + pos, size)
+
+    def close(self) -> None:
+        del self._anchor
+        try:
+            self.mm.close()
+        except BufferError:
+            pass
