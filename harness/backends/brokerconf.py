@@ -1,0 +1,77 @@
+"""broker.conf and namesrv.conf of the local backend: the layout keys the harness owns (names, ids, roles, ports,
+addresses, store paths) and the scenario's overrides on top (already linted, see `harness.configlint`).
+
+Defaults written on purpose, matching the recorded real cluster (`../shared/fixtures/README.md`): the master is
+SYNC_MASTER with SYNC_FLUSH, the slave ASYNC_FLUSH; `brokerIP1 = brokerIP2 = 127.0.0.1`; `storePathCommitLog` is
+set beside `storePathRootDir` (4.9.1 does not derive it); the slave reads `slaveReadEnable=true` so the read-back can
+pull from it (Apache's default is false: the scenario may override it, and then the slave's read-back is empty);
+the slave's `haMasterAddress` is set when the HA relay sits on its path (a fixed address stops the slave from
+learning it from the name server, as in Apache's BrokerController)."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.configlint import conf_text
+from harness.scenario import ClusterSpec
+
+HOST = "127.0.0.1"
+MASTER_DEFAULTS: dict[str, Any] = {"brokerRole": "SYNC_MASTER", "flushDiskType": "SYNC_FLUSH"}
+SLAVE_DEFAULTS: dict[str, Any] = {"brokerRole": "SLAVE", "flushDiskType": "ASYNC_FLUSH", "slaveReadEnable": True}
+
+
+@dataclass(frozen=True)
+class BrokerLayout:
+    """Where one broker lives: its id, ports, store root and the name server address."""
+
+    node: str
+    listen_port: int
+    ha_port: int
+    store_root: Path
+    namesrv_addr: str
+    ha_master_address: str | None = None
+
+    @property
+    def broker_id(self) -> int:
+        return 0 if self.node == "master" else 1
+
+    @property
+    def addr(self) -> str:
+        return f"{HOST}:{self.listen_port}"
+
+
+def broker_properties(cluster: ClusterSpec, layout: BrokerLayout) -> dict[str, Any]:
+    """The properties of one broker, in the order they are written."""
+    props: dict[str, Any] = {
+        "brokerClusterName": cluster.cluster_name,
+        "brokerName": cluster.broker_name,
+        "brokerId": layout.broker_id,
+        "namesrvAddr": layout.namesrv_addr,
+        "brokerIP1": HOST,
+        "brokerIP2": HOST,
+        "listenPort": layout.listen_port,
+        "haListenPort": layout.ha_port,
+        "storePathRootDir": str(layout.store_root),
+        "storePathCommitLog": str(layout.store_root / "commitlog"),
+    }
+    if layout.ha_master_address:
+        props["haMasterAddress"] = layout.ha_master_address
+    props.update(MASTER_DEFAULTS if layout.node == "master" else SLAVE_DEFAULTS)
+    props.update(requested(cluster, layout.node))
+    return props
+
+
+def requested(cluster: ClusterSpec, node: str) -> dict[str, Any]:
+    """What the scenario asked for this broker (the keys the effective-config check compares)."""
+    return dict(cluster.broker.for_node(node))
+
+
+def render(props: Mapping[str, Any]) -> str:
+    """Java properties text (values here are plain: no escapes needed beyond backslashes)."""
+    return "".join(f"{k}={conf_text(v).replace(chr(92), chr(92) * 2)}\n" for k, v in props.items())
+
+
+def namesrv_properties(cluster: ClusterSpec, port: int) -> dict[str, Any]:
+    return {"listenPort": port, **cluster.namesrv}

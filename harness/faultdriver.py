@@ -1,0 +1,56 @@
+"""Applying, verifying and reverting a run's faults through `faults/`, and remembering which are in effect so a
+phase end, the read-back's end and the run's `finally` ("revert all", newest first) each undo exactly theirs.
+Every step is a `fault` event in `events.jsonl` (the fault classes emit them) and a journal entry (so a crash is
+undone by `rmq-chaos cleanup`)."""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from harness.scenario import FaultSpec
+
+
+@dataclass
+class ActiveFault:
+    spec: FaultSpec
+    fault: Any  # faults.base.Fault
+
+
+class FaultDriver:
+    def __init__(self, targets: Mapping[str, Any], journal: Any, emit: Callable[[dict], None]) -> None:
+        self.targets = targets
+        self.journal = journal
+        self.emit = emit
+        self.active: list[ActiveFault] = []
+
+    def apply(self, spec: FaultSpec) -> dict[str, Any]:
+        """Apply and verify one fault; on a verify failure the fault stays active (reverted by the caller's
+        revert-all) and the error propagates."""
+        from faults.registry import fault_class
+
+        cls = fault_class(spec.kind)
+        fault = cls(self.targets[spec.target], spec.params, journal=self.journal, emit=self.emit, fault_id=spec.id)
+        evidence = fault.apply()
+        self.active.append(ActiveFault(spec, fault))
+        evidence = {"apply": evidence, "verify": fault.verify()}
+        return evidence
+
+    def revert(self, when: str | None = None) -> None:
+        """Revert (newest first) the active faults whose `revert` is `when` (all when None). Raises the first error
+        after trying every one."""
+        first: BaseException | None = None
+        for item in reversed(list(self.active)):
+            if when is not None and item.spec.revert != when:
+                continue
+            try:
+                item.fault.revert()
+                self.active.remove(item)
+            except Exception as err:  # noqa: BLE001 - try every fault, report the first failure
+                first = first or err
+        if first is not None:
+            raise first
+
+    @property
+    def active_ids(self) -> list[str]:
+        return [a.spec.id or a.spec.kind for a in self.active]

@@ -1,0 +1,37 @@
+"""The scenario's `load:` section as the load generator's `loads.spec.LoadSpec` (durations and sizes turned into
+the milliseconds, seconds and bytes it takes; the phases with their rates; the warm-up as the initial phase)."""
+from __future__ import annotations
+
+from typing import Any
+
+from harness.scenario import Scenario
+
+
+def load_spec_data(scenario: Scenario, namesrv: str) -> dict[str, Any]:
+    """The mapping `LoadSpec.model_validate` takes."""
+    load = scenario.load
+    clients = []
+    for c in load.clients:
+        item: dict[str, Any] = {"name": c.name, "model": load.model_of(c), "message_size": c.message_size,
+                                "profile": c.profile, "send_timeout_ms": round(c.timeout * 1000)}
+        for key in ("users", "rate", "share", "retries", "tags"):
+            value = getattr(c, key)
+            if value is not None:
+                item[key] = value
+        if load.model_of(c) == "closed":
+            item["think_time_s"] = c.think_time
+        clients.append(item)
+    data: dict[str, Any] = {
+        "topic": scenario.topic.name, "namesrv": namesrv, "model": load.model, "clients": clients,
+        "phases": [{"name": p.name, "duration_s": p.duration, **({"rate": p.rate} if p.rate is not None else {})}
+                   for p in scenario.phases],
+        "initial_phase": scenario.phases[0].name,
+    }
+    if load.rate is not None:
+        data["rate"] = load.rate
+    return data
+
+
+def load_spec(scenario: Scenario, namesrv: str) -> Any:
+    from loads.spec import parse_spec
+    return parse_spec(load_spec_data(scenario, namesrv), source=f"{scenario.name}: load")

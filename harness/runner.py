@@ -1,0 +1,249 @@
+"""One run of one scenario: the flow of DESIGN.md "Flow of one run".
+
+journal cleanup of dead runs -> run directory -> backend up (ready: route + slave caught up; effective config read
+back into cluster.json and compared) -> collectors -> load (warm-up phase) -> phases on the schedule (faults applied
+and verified at a phase's start, reverted at its end; the load told each phase) -> load stop -> read-back ->
+faults kept for the read-back reverted -> collectors stop, logs copied -> backend down (unless kept) -> analysis.
+
+Ctrl-C / SIGTERM at any point: faults reverted, load stopped (its rows flushed), cluster down, `run_end` with
+status `interrupted`; the directory stays analyzable. A second signal during that clean-up is ignored (reported).
+"""
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import threading
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.faultdriver import FaultDriver
+from harness.progress import RunProgress
+from harness.rundir import RunDir
+from harness.scenario import Scenario
+from harness.timeline import Clock, build_timeline
+
+EXIT_UNKNOWN = 2
+STATUS_COMPLETED, STATUS_INTERRUPTED, STATUS_FAILED = "completed", "interrupted", "failed"
+
+
+class RunInterrupted(BaseException):
+    """Raised in the main thread by SIGINT/SIGTERM (a BaseException so `except Exception` does not swallow it)."""
+
+
+@dataclass
+class RunResult:
+    run_dir: Path
+    status: str
+    error: str | None = None
+    exit_code: int = EXIT_UNKNOWN
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+class Runner:
+    def __init__(self, scenario: Scenario, out_dir: str | Path, *, keep_cluster: bool = False,
+                 analyze: bool = True, state_dir: str | Path | None = None, progress: RunProgress | None = None,
+                 run_id: str | None = None) -> None:
+        self.scenario = scenario
+        self.out_dir = Path(out_dir)
+        self.keep_cluster = keep_cluster
+        self.analyze = analyze
+        self.state_dir = state_dir
+        self.run_id = run_id
+        self._progress = progress
+        self._stop = threading.Event()
+        self._cleaning = False
+        self._signal: str | None = None
+
+    # --- signals ----------------------------------------------------------------------------------------------
+
+    def _on_signal(self, signum: int, _frame: Any) -> None:
+        name = signal.Signals(signum).name
+        if self._cleaning or self._signal:
+            if self._progress:
+                self._progress.step(f"{name}: cleaning up, please wait (faults are being reverted)", "yellow")
+            return
+        self._signal = name
+        self._stop.set()
+        raise RunInterrupted(name)
+
+    def _install_signals(self) -> dict[int, Any]:
+        if threading.current_thread() is not threading.main_thread():
+            return {}
+        return {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+
+    # --- the run ----------------------------------------------------------------------------------------------
+
+    def run(self) -> RunResult:
+        from faults.cleanup import cleanup
+        from faults.journal import Journal, default_state_dir
+
+        state_dir = Path(self.state_dir) if self.state_dir else default_state_dir()
+        state_dir.mkdir(parents=True, exist_ok=True)
+        previous = self._install_signals()
+        rd = RunDir.create(self.out_dir, self.scenario, self.run_id)
+        progress = self._progress or RunProgress(rd.run_id, self.scenario.total_s)
+        self._progress = progress
+        rd.event("run_start", run_id=rd.run_id, scenario=self.scenario.name)
+        status, error = STATUS_COMPLETED, None
+        try:
+            with progress:
+                progress.step(f"run {rd.run_id} -> {rd.root}")
+                leftover = cleanup(state_dir)
+                if _undid_something(leftover):
+                    progress.step(f"cleaned up after a dead run: {_summary(leftover)}", "yellow")
+                journal = Journal(state_dir)
+                status, error = self._run_in(rd, journal, state_dir, progress)
+        finally:
+            for s, h in previous.items():
+                signal.signal(s, h)
+        rd.event("run_end", run_id=rd.run_id, scenario=self.scenario.name, status=status, error=error)
+        code = self._analysis(rd, status)
+        return RunResult(rd.root, status, error, code)
+
+    def _run_in(self, rd: RunDir, journal: Any, state_dir: Path, progress: RunProgress) -> tuple[str, str | None]:
+        from harness.backends.local import LocalBackend
+
+        backend = LocalBackend(self.scenario, rd, journal, state_dir)
+        stage = _Stage()
+        status, error = STATUS_COMPLETED, None
+        try:
+            progress.step("cluster: starting name server, master, slave")
+            backend.up(progress.step)
+            driver = FaultDriver(backend.targets, journal, rd.append)
+            stage.driver = driver
+            stage.collector = backend.start_collectors()
+            stage.load = self._start_load(rd, backend)
+            self._phases(rd, driver, stage, progress)
+            self._stop_load(rd, stage)
+            if self.scenario.readback.enabled:
+                self._read_back(rd, backend, progress)
+            driver.revert("after_readback")
+        except RunInterrupted as sig:
+            status, error = STATUS_INTERRUPTED, f"signal {sig}"
+        except Exception as err:  # noqa: BLE001 - any failure ends the run cleanly and is recorded
+            status, error = STATUS_FAILED, f"{type(err).__name__}: {err}"
+            progress.step(f"run failed: {error}", "red")
+            traceback.print_exc(file=sys.stderr)
+        finally:
+            self._cleaning = True
+            errors = self._wind_down(rd, backend, stage, progress)
+            if errors and status == STATUS_COMPLETED:
+                status, error = STATUS_FAILED, "; ".join(errors)
+        return status, error
+
+    def _start_load(self, rd: RunDir, backend: Any) -> Any:
+        from harness.loadplan import load_spec
+        from loads.process import LoadProcess
+
+        spec = load_spec(self.scenario, backend.namesrv_addr)
+        load = LoadProcess(spec, rd.root, rd.run_id, workers=self.scenario.load.workers)
+        load.start()
+        rd.event("load_start", model=self.scenario.load.model, rate=self.scenario.load.rate,
+                 users=sum(c.users or 0 for c in self.scenario.load.clients))
+        return load
+
+    def _phases(self, rd: RunDir, driver: FaultDriver, stage: _Stage, progress: RunProgress) -> None:
+        windows = build_timeline(self.scenario)
+        clock = Clock()
+        total = windows[-1].end_s
+        for w in windows:
+            rd.event("phase_start", phase=w.name, index=w.index, duration_s=w.duration_s, rate=w.rate)
+            stage.load.set_phase(w.name, w.rate)
+            for spec in w.faults:
+                progress.step(f"{w.name}: applying {spec.id} ({spec.kind} on {spec.target})")
+                evidence = driver.apply(spec)
+                progress.step(f"{w.name}: {spec.id} verified: {_short(evidence.get('verify'))}", "green")
+
+            def tick(w=w) -> None:
+                now = clock.now()
+                progress.update(phase=w.name, index=w.index, phases=len(windows), phase_left_s=w.end_s - now,
+                                run_left_s=total - now, stats=_stats(stage.load), faults=driver.active_ids)
+
+            clock.wait_until(w.end_s, self._stop, tick)
+            if any(f.revert == "phase_end" for f in w.faults):
+                progress.step(f"{w.name}: reverting {', '.join(f.id or f.kind for f in w.faults)}")
+                driver.revert("phase_end")
+            rd.event("phase_end", phase=w.name, index=w.index, duration_s=w.duration_s, rate=w.rate)
+
+    def _stop_load(self, rd: RunDir, stage: _Stage) -> None:
+        if stage.load is not None and not stage.load_stopped:
+            stage.load_stopped = True
+            stage.load.stop()
+            rd.event("load_stop", model=self.scenario.load.model, rate=self.scenario.load.rate)
+
+    def _read_back(self, rd: RunDir, backend: Any, progress: RunProgress) -> None:
+        progress.step("read-back: pulling every queue from master and slave")
+        rd.event("readback_start")
+        counts = backend.read_back(self.scenario.readback.timeout)
+        rd.event("readback_end", rows=sum(counts.values()), nodes=counts)
+        progress.step(f"read-back: {', '.join(f'{k} {v}' for k, v in counts.items())} messages")
+
+    def _wind_down(self, rd: RunDir, backend: Any, stage: _Stage, progress: RunProgress) -> list[str]:
+        """Revert every fault, stop the load and collectors, copy logs, take the cluster down. Each step runs even
+        when an earlier one failed; their errors are returned."""
+        errors: list[str] = []
+
+        def attempt(what: str, fn: Any) -> None:
+            try:
+                fn()
+            except BaseException as err:  # noqa: BLE001 - clean-up continues whatever happens
+                errors.append(f"{what}: {type(err).__name__}: {err}")
+                progress.step(f"{what} failed: {err}", "red")
+
+        if stage.driver is not None and stage.driver.active:
+            progress.step(f"reverting {', '.join(stage.driver.active_ids)}")
+            attempt("revert faults", stage.driver.revert)
+        attempt("stop load", lambda: self._stop_load(rd, stage))
+        if stage.collector is not None:
+            attempt("stop collectors", stage.collector.stop)
+        attempt("copy logs", backend.copy_logs)
+        if self.keep_cluster and not errors:
+            progress.step(f"cluster kept: rmq-chaos cluster status / down {backend.cluster_id}", "yellow")
+        else:
+            progress.step("cluster: taking it down")
+            attempt("cluster down", backend.down)
+        return errors
+
+    def _analysis(self, rd: RunDir, status: str) -> int:
+        """`rmq-chaos report RUN_DIR` in a child process (Spark stays out of this one); its exit code is the verdict.
+        A run that did not complete is never 0."""
+        if not self.analyze:
+            return 0 if status == STATUS_COMPLETED else EXIT_UNKNOWN
+        proc = subprocess.run([sys.executable, "-m", "harness.cli", "report", str(rd.root)], check=False)
+        code = proc.returncode
+        if status != STATUS_COMPLETED and code == 0:
+            return EXIT_UNKNOWN
+        return code
+
+
+@dataclass
+class _Stage:
+    driver: FaultDriver | None = None
+    collector: Any = None
+    load: Any = None
+    load_stopped: bool = False
+
+
+def _stats(load: Any) -> dict[str, Any] | None:
+    try:
+        return load.stats()
+    except Exception:  # noqa: BLE001 - progress is best effort
+        return None
+
+
+def _short(evidence: Any, limit: int = 160) -> str:
+    text = str(evidence)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _undid_something(report: Any) -> bool:
+    if isinstance(report, dict):
+        return bool(report.get("reverted") or report.get("entries"))
+    return bool(report)
+
+
+def _summary(report: Any) -> str:
+    return _short(report, 200)
