@@ -1,0 +1,17 @@
+"""Command-line arguments of the analysis job, shared by `rmq-chaos report` and `python -m analysis`.
+
+Imports only the standard library, so building the `rmq-chaos` parser stays fast."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories (runs/<run-id>/)")
+    parser.add_argument("--master", default=None,
+                        help="Spark master URL (default local[2]; under spark-submit, spark-submit's)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="one run: its report directory (default RUN_DIR/report); several runs: the comparison "
+                             "page's directory (default <common parent>/report-compare)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress display on the terminal")

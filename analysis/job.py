@@ -1,0 +1,132 @@
+"""The analysis job: run directories in; `report/` per run (+ a comparison page for several) and an exit code out.
+
+Entry points: `rmq-chaos report RUN_DIR...` (harness/commands/report.py), `python -m analysis RUN_DIR...` and
+`spark-submit analysis/job.py RUN_DIR...` (then spark-submit's `--master` and config apply).
+
+Exit codes: 0 every expectation held, 1 one failed, 2 one could not be measured (Jepsen: false > unknown > true);
+`EXIT_BAD_INPUT` when a run directory cannot be accepted (one line on stderr, nothing written).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+if __name__ == "__main__" and not __package__:
+    # run as a script (spark-submit analysis/job.py): import the package, never this directory's modules bare
+    sys.path[0] = str(Path(__file__).resolve().parent.parent)
+
+from rich.console import Console  # noqa: E402
+from rich.table import Table  # noqa: E402
+
+from analysis.arguments import add_arguments  # noqa: E402
+from analysis.errors import RunDirError  # noqa: E402
+from analysis.rundir import RunDir, open_run_dir  # noqa: E402
+
+EXIT_BAD_INPUT = 254
+STATUS_STYLE = {"held": "green", "failed": "bold red", "unknown": "yellow"}
+VALID_WORD = {True: "[green]valid[/]", False: "[bold red]invalid[/]", "unknown": "[yellow]unknown[/]"}
+
+
+@dataclass
+class JobResult:
+    exit_code: int
+    report_dirs: list[Path]
+    compare_dir: Path | None
+    results: list  # list[analysis.compute.RunResults]
+
+
+def open_runs(paths: Sequence[str | Path]) -> list[RunDir]:
+    """Open every run directory, refusing duplicates. Raises `RunDirError`."""
+    if not paths:
+        raise RunDirError("no run directory given (rmq-chaos report RUN_DIR...)")
+    runs: list[RunDir] = []
+    seen: dict[str, Path] = {}
+    for p in paths:
+        run = open_run_dir(p)
+        if run.run_id in seen:
+            raise RunDirError(f"{run.path}: run id {run.run_id!r} is also the run id of {seen[run.run_id]}")
+        seen[run.run_id] = run.path
+        runs.append(run)
+    return runs
+
+
+def analyze(paths: Sequence[str | Path], *, out: Path | None = None, master: str | None = None,
+            spark=None, console: Console | None = None, progress: bool = True) -> JobResult:
+    """Analyze run directories and write their reports. `out`: the report directory for one run, the comparison
+    page's directory for several (default `<common parent>/report-compare`). `spark`: a session to use (kept
+    running); otherwise one is started (`master`, default local[2]) and stopped at the end."""
+    from analysis.compute import compute
+    from analysis.outputs import default_compare_dir, write_compare, write_run_report
+    from analysis.progress import JobProgress
+    from analysis.session import get_session
+    from analysis.verdict import exit_code_of
+
+    console = console or Console(stderr=True)
+    runs = open_runs(paths)
+    own_session = spark is None
+    with JobProgress(console, enabled=progress) as prog:
+        prog.step(f"starting Spark ({master or 'local[2]'})" if own_session else "using the running Spark session")
+        spark = spark or get_session(master)
+        prog.attach(spark.sparkContext)
+        try:
+            results = compute(spark, runs, step=prog.step)
+            prog.step("writing reports")
+            dirs = [write_run_report(r, out if out is not None and len(results) == 1 else None) for r in results]
+            compare_dir = None
+            if len(results) > 1:
+                compare_dir = write_compare(results, out or default_compare_dir(results))
+            prog.done()
+        finally:
+            if own_session:
+                spark.stop()
+    code = exit_code_of([r.verdict for r in results])
+    return JobResult(code, dirs, compare_dir, results)
+
+
+def print_summary(job: JobResult, console: Console) -> None:
+    """A short table per run, every failed/unknown expectation with its measured value, and where the reports are."""
+    table = Table(title="rmq-chaos report", title_justify="left")
+    for col in ("run", "scenario", "verdict", "held", "failed", "unknown"):
+        table.add_column(col)
+    for res in job.results:
+        n = res.verdict.counts()
+        table.add_row(res.run.run_id, res.run.scenario_name, VALID_WORD[res.verdict.valid], str(n["held"]),
+                      str(n["failed"]), str(n["unknown"]))
+    console.print(table)
+    single = len(job.results) == 1
+    for res in job.results:
+        for r in res.verdict.results:
+            if single or r.status != "held":
+                style = STATUS_STYLE[r.status]
+                console.print(f"[{style}]{r.status.upper():7}[/] {res.run.run_id}: {r.message()}", soft_wrap=True,
+                              highlight=False, markup=True)
+    for res, d in zip(job.results, job.report_dirs, strict=True):
+        console.print(f"report of {res.run.run_id}: {d / 'index.html'}", soft_wrap=True, highlight=False)
+    if job.compare_dir is not None:
+        console.print(f"comparison: {job.compare_dir / 'index.html'}", soft_wrap=True, highlight=False)
+
+
+def run_from_args(args: argparse.Namespace) -> int:
+    """Run the job for parsed arguments; prints a one-line error for bad input. Returns the exit code."""
+    console = Console(stderr=True)
+    try:
+        job = analyze(args.run_dirs, out=args.out, master=args.master, console=console,
+                      progress=not args.no_progress)
+    except RunDirError as err:
+        console.print(f"rmq-chaos report: error: {err}", markup=False, highlight=False, soft_wrap=True)
+        return EXIT_BAD_INPUT
+    print_summary(job, Console())
+    return job.exit_code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="rmq-chaos-report", description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    return run_from_args(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
