@@ -240,10 +240,12 @@ def _short(evidence: Any, limit: int = 160) -> str:
 
 
 def _undid_something(report: Any) -> bool:
-    if isinstance(report, dict):
-        return bool(report.get("reverted") or report.get("entries"))
-    return bool(report)
+    return bool(report.reverted or report.failed or report.clusters_removed)
 
 
 def _summary(report: Any) -> str:
-    return _short(report, 200)
+    kinds = [f"{r['kind']} of {r.get('run_id') or '?'}" for r in report.reverted]
+    text = f"{len(report.reverted)} reverted ({', '.join(kinds[:5])}{', ...' if len(kinds) > 5 else ''})"
+    if report.failed:
+        text += f"; {len(report.failed)} failed: {report.failed[0].get('error')}"
+    return text
