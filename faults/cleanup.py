@@ -1,0 +1,73 @@
+"""`cleanup(state_dir)`: revert whatever dead runs left. Every open journal entry whose owner process is gone (or
+every open entry, with `all_owners`) has its undo operations replayed, newest first, and is marked done; cluster
+state files of dead owners are removed; the journal is compacted. Idempotent: a second call finds nothing to do."""
+from __future__ import annotations
+
+import fcntl
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from faults.cluster_state import list_clusters, read_cluster_state, remove_cluster_state
+from faults.errors import FaultError, UndoError
+from faults.events import Emit, discard, stamp
+from faults.journal import Journal, default_state_dir
+from faults.undo import UndoContext, run_ops
+
+CLEANUP_LOCK = "cleanup.lock"
+
+
+@dataclass
+class CleanupReport:
+    reverted: list[dict] = field(default_factory=list)
+    failed: list[dict] = field(default_factory=list)
+    live: list[str] = field(default_factory=list)
+    clusters_removed: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+    def to_dict(self) -> dict:
+        return {"ok": self.ok, "reverted": self.reverted, "failed": self.failed, "live": self.live,
+                "clusters_removed": self.clusters_removed}
+
+
+def cleanup(state_dir: str | os.PathLike[str] | None = None, *, all_owners: bool = False,
+            emit: Emit | None = None) -> CleanupReport:
+    """Revert the open entries of dead owners (all open entries with `all_owners`), newest first."""
+    emit = emit or discard
+    state = Path(state_dir) if state_dir is not None else default_state_dir()
+    report = CleanupReport()
+    if not state.exists():
+        return report
+    journal = Journal(state)
+    with open(state / CLEANUP_LOCK, "a+b") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one cleanup at a time per state dir
+        entries = sorted(journal.open_entries(), key=lambda e: e.seq, reverse=True)
+        for e in entries:
+            if not all_owners and e.owner.alive():
+                report.live.append(e.id)
+                continue
+            item = {"id": e.id, "kind": e.kind, "run_id": e.run_id, "target": e.target, "owner_pid": e.owner.pid}
+            try:
+                item["undo"] = run_ops(e.undo, UndoContext())
+                journal.done(e.id, "cleanup")
+                report.reverted.append(item)
+                emit({**stamp(), "event": "cleanup", "entry": item, "status": "ok"})
+            except (UndoError, FaultError, OSError) as err:
+                item["error"] = str(err)
+                item["undo"] = getattr(err, "results", [])
+                report.failed.append(item)
+                emit({**stamp(), "event": "cleanup", "entry": item, "status": "failed"})
+        for cid in list_clusters(state):
+            try:
+                owner = read_cluster_state(state, cid).owner
+            except (FaultError, KeyError):
+                owner = None
+            if owner is None or all_owners or not owner.alive():
+                remove_cluster_state(state, cid)
+                report.clusters_removed.append(cid)
+        if not report.failed:
+            journal.compact()
+    return report

@@ -1,0 +1,71 @@
+"""`disk_freeze`: writes to the node's store hang (fsfreeze), as on a disk that stops answering. Verify: a probe
+write from a child process blocks (D state). Revert: thaw."""
+from __future__ import annotations
+
+import os
+
+from pydantic import Field
+
+from faults import guard
+from faults.base import Fault, FaultParams
+from faults.errors import FaultNotEffective
+from faults.probe import BLOCKED_AFTER_S, blocked_write_probe, probe_path
+from faults.system import mounts
+from faults.system.tools import have_tool, require_root
+
+
+class DiskFreezeParams(FaultParams):
+    blocked_after_s: float = Field(BLOCKED_AFTER_S, gt=0, le=10,
+                                   description="verify: a probe write unfinished after this long counts as blocked")
+
+
+class DiskFreeze(Fault):
+    kind = "disk_freeze"
+    summary = "writes to the store hang (fsfreeze); revert: thaw"
+    Params = DiskFreezeParams
+    VERIFY_TIMEOUT_S = 2.0
+
+    @classmethod
+    def problems(cls) -> list[str]:
+        return ([] if os.geteuid() == 0 else ["needs root"]) + ([] if have_tool("fsfreeze") else ["missing fsfreeze"])
+
+    def check(self) -> None:
+        super().check()
+        require_root(self.kind)
+        guard.check_store(self.kind, self.target, self.journal)
+
+    @property
+    def mount(self) -> str:
+        return os.path.realpath(self.target.store_mount or "")
+
+    @property
+    def probe_file(self) -> str:
+        return probe_path(self.mount, f"{self.fault_id}.probe")
+
+    def claims(self) -> list[str]:
+        return [f"store:{self.mount}"]
+
+    def plan(self) -> list[dict]:
+        image = self.target.store_image
+        return [{"op": "thaw", "mount": self.mount, "image": image},
+                {"op": "kill_procs", "tag": self.fault_id, "timeout_s": 5.0},
+                {"op": "rm", "path": self.probe_file}]
+
+    def inject(self) -> dict:
+        with open(self.probe_file, "wb") as f:  # made before the freeze: the probe then only writes
+            f.write(b"\0" * 4096)
+        mounts.freeze(self.mount)
+        return {"frozen": self.mount}
+
+    def measure(self) -> tuple[bool, dict]:
+        probe = blocked_write_probe(self.probe_file, self.fault_id, self.params.blocked_after_s)
+        return bool(probe["blocked"]), probe
+
+    def measure_gone(self) -> dict:
+        after = probe_path(self.mount, f"{self.fault_id}.after")
+        probe = blocked_write_probe(after, f"{self.fault_id}-after", self.params.blocked_after_s * 4)
+        if not probe["blocked"] and os.path.exists(after):
+            os.unlink(after)
+        if probe["blocked"] or probe.get("exit") != 0:
+            raise FaultNotEffective(f"{self.kind}: probe write still does not complete after thaw: {probe}", probe)
+        return {"probe_write_after": probe}

@@ -1,0 +1,157 @@
+"""Measurements that prove a fault's effect: a write that fails with EROFS, a write that blocks (frozen
+filesystem), and a direct-I/O bandwidth/IOPS probe run inside the node's blkio cgroup. The blocking and the direct-I/O
+probes run as child processes (`python -m faults.probe ...`) tagged as ours, so the harness itself never hangs."""
+from __future__ import annotations
+
+import argparse
+import errno
+import json
+import mmap
+import os
+import subprocess
+import sys
+import time
+
+from faults.errors import FaultError
+from faults.system import mounts
+from faults.system.procs import TAG_ENV, ProcId, wchan
+
+PROBE_PREFIX = ".rmq-chaos-probe."
+"""Probe files on a node's store are named `<store>/.rmq-chaos-probe.<name>`; removed when the fault is reverted."""
+WARMUP_S = 0.15
+"""Direct-I/O completions before this are left out of the rate: blk-throttle lets a first slice through unthrottled."""
+BLOCKED_AFTER_S = 0.25
+"""A probe write still unfinished (in D state) after this long counts as blocked."""
+PROBE_START_TIMEOUT_S = 10.0
+
+
+def probe_path(mount: str, name: str) -> str:
+    return os.path.join(mount, PROBE_PREFIX + name)
+
+
+def erofs_probe(mount: str, name: str) -> dict:
+    """Try to create and write a file on `mount`; evidence with the errno name (EROFS when read-only)."""
+    path = probe_path(mount, name)
+    err = mounts.write_probe(path)
+    if err == 0:
+        os.unlink(path)
+    return {"probe": path, "errno": errno.errorcode.get(err, str(err)) if err else None}
+
+
+def _env(tag: str) -> dict:
+    return {**os.environ, TAG_ENV: tag, "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+def blocked_write_probe(path: str, tag: str, blocked_after_s: float = BLOCKED_AFTER_S) -> dict:
+    """Write 4 KiB to a file from a child process; `blocked` when the child is still in D state after
+    `blocked_after_s`. A blocked child is sent SIGKILL (it dies once the filesystem is thawed)."""
+    child = subprocess.Popen([sys.executable, "-m", "faults.probe", "write", path], env=_env(tag),
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    t0 = time.monotonic()
+    ready = child.stdout.readline()  # "start" once the interpreter is up: time the write, not Python's start-up
+    t1 = time.monotonic()
+    try:
+        child.wait(timeout=blocked_after_s)
+        out = child.stdout.read()
+        return {"blocked": False, "exit": child.returncode, "output": out.strip(), "waited_s": round(
+            time.monotonic() - t1, 4)}
+    except subprocess.TimeoutExpired:
+        pid = ProcId.of(child.pid)
+        state = pid.state() if pid else None
+        evidence = {"blocked": state == "D", "pid": child.pid, "state": state, "wchan": wchan(child.pid),
+                    "waited_s": round(time.monotonic() - t1, 4), "started": ready.strip() == "start",
+                    "startup_s": round(t1 - t0, 4)}
+        child.kill()
+        return evidence
+
+
+def dio_probe(path: str, tag: str, cgroups: list[str], *, mode: str, chunk: int, seconds: float,
+              max_bytes: int) -> dict:
+    """Run `python -m faults.probe dio` in `cgroups` and return its measurement (rate after the warm-up)."""
+    argv = [sys.executable, "-m", "faults.probe", "dio", path, "--mode", mode, "--chunk", str(chunk),
+            "--seconds", str(seconds), "--max-bytes", str(max_bytes)]
+    for cg in cgroups:
+        argv += ["--cgroup", cg]
+    proc = subprocess.run(argv, env=_env(tag), capture_output=True, text=True, timeout=seconds + 60)
+    if proc.returncode != 0:
+        raise FaultError(f"direct-I/O probe on {path} failed: {(proc.stderr.strip() or 'no output').splitlines()[-1]}")
+    return json.loads(proc.stdout)
+
+
+def rate_of(points: list[tuple[float, int]], warmup_s: float = WARMUP_S) -> float:
+    """Least-squares slope (units/s) of cumulative amount over completion time, after the warm-up."""
+    pts = [p for p in points if p[0] >= warmup_s]
+    if len(pts) < 4:
+        pts = points
+    if len(pts) < 2:
+        return float(points[-1][1]) / max(points[-1][0], 1e-9) if points else 0.0
+    n = len(pts)
+    mt = sum(t for t, _ in pts) / n
+    mb = sum(b for _, b in pts) / n
+    var = sum((t - mt) ** 2 for t, _ in pts)
+    if var <= 0:
+        return 0.0
+    return sum((t - mt) * (b - mb) for t, b in pts) / var
+
+
+def _dio(args: argparse.Namespace) -> dict:
+    for cg in args.cgroup:
+        with open(os.path.join(cg, "cgroup.procs"), "w", encoding="ascii") as f:
+            f.write(str(os.getpid()))
+    buf = mmap.mmap(-1, args.chunk, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    buf.write(b"\xa5" * args.chunk)
+    if args.mode == "write":
+        fd = os.open(args.path, os.O_WRONLY | os.O_CREAT | os.O_DIRECT, 0o600)
+    else:
+        fd = os.open(args.path, os.O_RDONLY | os.O_DIRECT)
+        size = os.fstat(fd).st_size
+    points: list[tuple[float, int]] = []
+    done, ops, offset = 0, 0, 0
+    t0 = time.monotonic()
+    try:
+        while done < args.max_bytes and time.monotonic() - t0 < args.seconds:
+            if args.mode == "write":
+                n = os.pwrite(fd, buf, offset)
+            else:
+                if offset + args.chunk > size:
+                    offset = 0
+                n = os.preadv(fd, [buf], offset)
+            offset += n
+            done += n
+            ops += 1
+            points.append((time.monotonic() - t0, done))
+    finally:
+        os.close(fd)
+    elapsed = time.monotonic() - t0
+    op_points = [(t, i + 1) for i, (t, _) in enumerate(points)]
+    return {"mode": args.mode, "bytes": done, "ops": ops, "chunk": args.chunk, "elapsed_s": round(elapsed, 4),
+            "rate_bps": round(rate_of(points)), "iops": round(rate_of(op_points), 1),
+            "mean_bps": round(done / elapsed) if elapsed > 0 else 0}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m faults.probe", description=__doc__)
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    w = sub.add_parser("write", help="write 4 KiB to a file (blocks on a frozen filesystem)")
+    w.add_argument("path")
+    d = sub.add_parser("dio", help="direct-I/O bandwidth probe")
+    d.add_argument("path")
+    d.add_argument("--mode", choices=("write", "read"), default="write")
+    d.add_argument("--chunk", type=int, default=262144)
+    d.add_argument("--seconds", type=float, default=0.6)
+    d.add_argument("--max-bytes", type=int, default=64 << 20)
+    d.add_argument("--cgroup", action="append", default=[])
+    args = parser.parse_args(argv)
+    if args.cmd == "write":
+        print("start", flush=True)
+        fd = os.open(args.path, os.O_WRONLY | os.O_CREAT, 0o600)
+        os.write(fd, b"\0" * 4096)
+        os.close(fd)
+        print("written", flush=True)
+        return 0
+    print(json.dumps(_dio(args)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

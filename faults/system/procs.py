@@ -1,0 +1,189 @@
+"""Processes by identity: a pid together with its start time (so pid reuse is recognised), their state, signals,
+the `RMQ_CHAOS_TAG` environment mark our spawned processes carry, and their swap figures."""
+from __future__ import annotations
+
+import os
+import signal
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+
+import psutil
+
+TAG_ENV = "RMQ_CHAOS_TAG"
+"""Environment variable that marks every process we spawn (inherited by its children); value: a journal entry id."""
+SIGKILL_BIT = 1 << (signal.SIGKILL - 1)
+POLL_S = 0.01
+
+
+@lru_cache(maxsize=1)
+def boot_id() -> str:
+    with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as f:
+        return f.read().strip()
+
+
+def read_stat(pid: int) -> tuple[str, int, int] | None:
+    """(state letter, ppid, start time in clock ticks since boot) of a pid, or None when it does not exist."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            raw = f.read()
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return None
+    fields = raw[raw.rindex(b")") + 2:].split()
+    return fields[0].decode(), int(fields[1]), int(fields[19])
+
+
+def is_dying(pid: int) -> bool:
+    """True when a SIGKILL is pending (e.g. a process blocked in D state on a frozen filesystem)."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith(("ShdPnd:", "SigPnd:")) and int(line.split()[1], 16) & SIGKILL_BIT:
+                    return True
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return False
+
+
+@dataclass(frozen=True)
+class ProcId:
+    """One process: pid and start time (ticks since boot). JSON form: `[pid, start]`."""
+
+    pid: int
+    start: int
+
+    @classmethod
+    def of(cls, pid: int) -> ProcId | None:
+        st = read_stat(pid)
+        return cls(pid, st[2]) if st else None
+
+    def state(self) -> str | None:
+        """The state letter (R, S, D, T, t, Z, ...) or None when this process is gone (or the pid was reused)."""
+        st = read_stat(self.pid)
+        if st is None or st[2] != self.start:
+            return None
+        return st[0]
+
+    def exists(self) -> bool:
+        """Present and not a zombie (a zombie has released everything but its pid)."""
+        s = self.state()
+        return s is not None and s not in ("Z", "X")
+
+    def alive(self) -> bool:
+        """Present, not a zombie and not dying with a pending SIGKILL."""
+        return self.exists() and not is_dying(self.pid)
+
+    def signal(self, sig: int) -> bool:
+        """Send `sig` if this is still the same process; True when sent."""
+        if not self.exists():
+            return False
+        try:
+            os.kill(self.pid, sig)
+            return True
+        except ProcessLookupError:
+            return False
+
+    def to_json(self) -> list[int]:
+        return [self.pid, self.start]
+
+    @classmethod
+    def from_json(cls, data: list[int]) -> ProcId:
+        return cls(int(data[0]), int(data[1]))
+
+
+def proc_ids(pids: list[int]) -> list[ProcId]:
+    return [p for p in (ProcId.of(pid) for pid in pids) if p is not None]
+
+
+def with_descendants(pids: list[int]) -> list[ProcId]:
+    """The processes and all their descendants (psutil), as identities."""
+    seen: dict[int, ProcId] = {}
+    for pid in pids:
+        try:
+            procs = [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]
+        except psutil.NoSuchProcess:
+            continue
+        for p in procs:
+            pid_ = ProcId.of(p.pid)
+            if pid_ is not None:
+                seen[p.pid] = pid_
+    return list(seen.values())
+
+
+def tag_of(pid: int) -> str | None:
+    """The `RMQ_CHAOS_TAG` value in a process's environment, or None."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            env = f.read()
+    except OSError:
+        return None
+    key = TAG_ENV.encode() + b"="
+    for item in env.split(b"\0"):
+        if item.startswith(key):
+            return item[len(key):].decode(errors="replace")
+    return None
+
+
+def tagged(tags: set[str] | str) -> list[ProcId]:
+    """Live processes whose `RMQ_CHAOS_TAG` is one of `tags`."""
+    wanted = {tags} if isinstance(tags, str) else set(tags)
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit() and int(name) != os.getpid():
+            t = tag_of(int(name))
+            if t is not None and t in wanted:
+                p = ProcId.of(int(name))
+                if p is not None and p.exists():
+                    found.append(p)
+    return found
+
+
+def wait_gone(procs: list[ProcId], timeout_s: float) -> list[ProcId]:
+    """Poll until every process is gone (zombies and SIGKILL-pending count as gone); return those still there."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        left = [p for p in procs if p.alive()]
+        if not left or time.monotonic() >= deadline:
+            return left
+        time.sleep(POLL_S)
+
+
+def terminate(procs: list[ProcId], timeout_s: float = 5.0) -> list[ProcId]:
+    """SIGTERM (+ SIGCONT so stopped ones see it), wait, then SIGKILL; returns processes that are dying but not
+    yet gone (blocked in D state) -- an empty list when all are gone."""
+    for p in procs:
+        p.signal(signal.SIGTERM)
+        p.signal(signal.SIGCONT)
+    left = wait_gone(procs, timeout_s)
+    for p in left:
+        p.signal(signal.SIGKILL)
+        p.signal(signal.SIGCONT)
+    wait_gone(left, 2.0)
+    return [p for p in procs if p.exists()]
+
+
+def swap_bytes(pid: int) -> dict[str, int]:
+    """`VmSwap` (private anonymous memory swapped out) and smaps `Swap` (includes swapped shared memory) in bytes."""
+    out = {"vm_swap": 0, "smaps_swap": 0, "vm_rss": 0}
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmSwap:"):
+                    out["vm_swap"] = int(line.split()[1]) * 1024
+                elif line.startswith("VmRSS:"):
+                    out["vm_rss"] = int(line.split()[1]) * 1024
+        with open(f"/proc/{pid}/smaps_rollup", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Swap:"):
+                    out["smaps_swap"] = int(line.split()[1]) * 1024
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        pass
+    return out
+
+
+def wchan(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/wchan", encoding="ascii") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
