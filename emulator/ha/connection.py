@@ -1,0 +1,127 @@
+"""`HAConnection`: one slave connected to the master. Its read side takes the slave's 8-byte offset reports (the
+first one is where the slave asks the transfer to start) and drops the connection after `haHousekeepingInterval`
+without a report; its write side sends `offset(8) | size(4) | commitlog bytes` in batches of `haTransferBatchSize`,
+and a header-only heartbeat every `haSendHeartbeatInterval`."""
+from __future__ import annotations
+
+import socket
+import struct
+import threading
+import time
+
+from emulator.logs import store_log
+
+READ_MAX_BUFFER_SIZE = 1024 * 1024
+SOCKET_BUFFER = 64 * 1024
+SELECT_S = 1.0
+NO_REQUEST_SLEEP_S = 0.010
+NO_DATA_WAIT_S = 0.100
+_HEADER = struct.Struct(">qi")
+_LONG = struct.Struct(">q")
+
+
+class HAConnection:
+    def __init__(self, ha, sock: socket.socket, remote: tuple[str, int]) -> None:
+        self.ha = ha
+        self.sock = sock
+        self.client_addr = f"/{remote[0]}:{remote[1]}"
+        self.slave_request_offset = -1
+        self.slave_ack_offset = -1
+        self._stopped = False
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, SOCKET_BUFFER)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SOCKET_BUFFER)
+
+    def start(self) -> None:
+        threading.Thread(target=self._read, name="ReadSocketService", daemon=True).start()
+        threading.Thread(target=self._write, name="WriteSocketService", daemon=True).start()
+
+    def shutdown(self) -> None:
+        self._stopped = True
+        self._close()
+
+    def _close(self) -> None:
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.sock.close()
+
+    # --- slave -> master: offset reports ----------------------------------------------------------------------
+    def _read(self) -> None:
+        store_log.info("ReadSocketService service started")
+        config = self.ha.config
+        buf = bytearray()
+        last_read = time.time()
+        self.sock.settimeout(SELECT_S)
+        try:
+            while not self._stopped:
+                try:
+                    data = self.sock.recv(READ_MAX_BUFFER_SIZE)
+                    if not data:
+                        store_log.error("read socket[%s] < 0", self.client_addr)
+                        break
+                    last_read = time.time()
+                    buf += data
+                    whole = len(buf) - len(buf) % 8
+                    if whole >= 8:
+                        (offset,) = _LONG.unpack_from(buf, whole - 8)
+                        del buf[:whole]
+                        self.slave_ack_offset = offset
+                        if self.slave_request_offset < 0:
+                            self.slave_request_offset = offset
+                            store_log.info("slave[%s] request offset %d", self.client_addr, offset)
+                        self.ha.notify_transfer_some(offset)
+                except TimeoutError:
+                    pass
+                interval = (time.time() - last_read) * 1000
+                if interval > config.get_int("haHousekeepingInterval"):
+                    store_log.warning("ha housekeeping, found this connection[%s] expired, %d", self.client_addr,
+                                      interval)
+                    break
+        except OSError as e:
+            store_log.error("processReadEvent exception %s", e)
+        finally:
+            self._stopped = True
+            self.ha.remove_connection(self, count_down=True)
+            self._close()
+            store_log.info("ReadSocketService service end")
+
+    # --- master -> slave: commitlog bytes ------------------------------------------------------------------------
+    def _write(self) -> None:
+        store_log.info("WriteSocketService service started")
+        store, config = self.ha.store, self.ha.config
+        commitlog = store.commitlog
+        last_write = time.time()
+        next_from = -1
+        try:
+            while not self._stopped:
+                if self.slave_request_offset == -1:
+                    time.sleep(NO_REQUEST_SLEEP_S)
+                    continue
+                if next_from == -1:
+                    if self.slave_request_offset == 0:
+                        master = commitlog.max_offset()
+                        next_from = max(0, master - master % config.get_int("mappedFileSizeCommitLog"))
+                    else:
+                        next_from = self.slave_request_offset
+                    store_log.info("master transfer data from %d to slave[%s], and slave request %d", next_from,
+                                   self.client_addr, self.slave_request_offset)
+                if (time.time() - last_write) * 1000 > config.get_int("haSendHeartbeatInterval"):
+                    self.sock.sendall(_HEADER.pack(next_from, 0))
+                    last_write = time.time()
+                data = commitlog.get_data(next_from, config.get_int("haTransferBatchSize"))
+                if data:
+                    self.sock.sendall(_HEADER.pack(next_from, len(data)) + data)
+                    next_from += len(data)
+                    last_write = time.time()
+                else:
+                    self.ha.wait_for_data(NO_DATA_WAIT_S)
+        except OSError as e:
+            if not self._stopped:
+                store_log.error("WriteSocketService service has exception. %s", e)
+        finally:
+            self._stopped = True
+            self.ha.remove_connection(self, count_down=False)
+            self._close()
+            store_log.info("WriteSocketService service end")

@@ -1,0 +1,110 @@
+"""`HAService` of a master (and the holder of a slave's HA client): it accepts slave connections on haListenPort,
+counts them, keeps the highest offset any slave acknowledged (`push2SlaveMaxOffset`), answers `isSlaveOK`
+(`connectionCount > 0 && masterPutWhere - push2SlaveMaxOffset < haSlaveFallbehindMax`) and owns the group-transfer
+service."""
+from __future__ import annotations
+
+import socket
+import threading
+
+from emulator.config.broker_config import bind_address
+from emulator.ha.group_transfer import GroupTransferService
+from emulator.logs import store_log
+from emulator.store.flush import GroupCommitRequest
+
+
+class HAService:
+    def __init__(self, store) -> None:
+        from emulator.ha.client import HAClient
+
+        self.store = store
+        self.config = store.config
+        self.connection_count = 0
+        self._connections: list = []
+        self._lock = threading.Lock()
+        self.push2slave_max_offset = 0
+        self.group_transfer = GroupTransferService(self)
+        self.data_available = threading.Condition()
+        self.client = HAClient(self) if self.config.is_slave else None
+        self._listener: socket.socket | None = None
+        self._stopped = False
+
+    def start(self) -> None:
+        port = self.config.get_int("haListenPort")
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((bind_address(), port))
+        sock.listen(64)
+        self._listener = sock
+        threading.Thread(target=self._accept, name="AcceptSocketService", daemon=True).start()
+        self.group_transfer.start()
+        if self.client is not None:
+            self.client.start()
+
+    def shutdown(self) -> None:
+        self._stopped = True
+        if self.client is not None:
+            self.client.shutdown()
+        if self._listener is not None:
+            try:
+                self._listener.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            self._listener.close()
+        for conn in self.connections():
+            conn.shutdown()
+        self.group_transfer.shutdown()
+
+    def _accept(self) -> None:
+        from emulator.ha.connection import HAConnection
+
+        store_log.info("AcceptSocketService service started")
+        while not self._stopped:
+            try:
+                sock, remote = self._listener.accept()  # type: ignore[union-attr]
+            except OSError:
+                return
+            store_log.info("HAService receive new connection, /%s:%d", remote[0], remote[1])
+            conn = HAConnection(self, sock, remote)
+            with self._lock:
+                self.connection_count += 1
+                self._connections.append(conn)
+            conn.start()
+
+    def remove_connection(self, conn, count_down: bool) -> None:
+        with self._lock:
+            if conn in self._connections:
+                self._connections.remove(conn)
+            if count_down:
+                self.connection_count -= 1
+
+    def connections(self) -> list:
+        with self._lock:
+            return list(self._connections)
+
+    def is_slave_ok(self, master_put_where: int) -> bool:
+        return self.connection_count > 0 and \
+            master_put_where - self.push2slave_max_offset < self.config.get_int("haSlaveFallbehindMax")
+
+    def notify_transfer_some(self, offset: int) -> None:
+        with self._lock:
+            if offset <= self.push2slave_max_offset:
+                return
+            self.push2slave_max_offset = offset
+        self.group_transfer.notify_transfer_some()
+
+    def put_request(self, request: GroupCommitRequest) -> None:
+        self.group_transfer.put_request(request)
+        self.wakeup_writers()
+
+    def wakeup_writers(self) -> None:
+        with self.data_available:
+            self.data_available.notify_all()
+
+    def wait_for_data(self, timeout_s: float) -> None:
+        with self.data_available:
+            self.data_available.wait(timeout_s)
+
+    def slave_ack_offset(self) -> int:
+        conns = self.connections()
+        return max((c.slave_ack_offset for c in conns), default=-1)
