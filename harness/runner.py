@@ -56,6 +56,7 @@ class Runner:
         self._stop = threading.Event()
         self._cleaning = False
         self._signal: str | None = None
+        self.kept: Any = None
 
     # --- signals ----------------------------------------------------------------------------------------------
 
@@ -102,6 +103,14 @@ class Runner:
         rd.event("run_end", run_id=rd.run_id, scenario=self.scenario.name, status=status, error=error)
         code = self._analysis(rd, status)
         return RunResult(rd.root, status, error, code)
+
+    def hold_kept_cluster(self) -> None:
+        """With `keep_cluster`: wait for SIGINT/SIGTERM, then take the kept cluster down."""
+        if self.kept is None:
+            return
+        hold_until_signal()
+        self.kept.down()
+        self.kept = None
 
     def _run_in(self, rd: RunDir, journal: Any, state_dir: Path, progress: RunProgress) -> tuple[str, str | None]:
         from harness.backends.local import LocalBackend
@@ -200,8 +209,10 @@ class Runner:
         if stage.collector is not None:
             attempt("stop collectors", stage.collector.stop)
         attempt("copy logs", backend.copy_logs)
-        if self.keep_cluster and not errors:
-            progress.step(f"cluster kept: rmq-chaos cluster status / down {backend.cluster_id}", "yellow")
+        if self.keep_cluster and not errors and self._signal is None:
+            self.kept = backend
+            progress.step(f"cluster kept ({backend.cluster_id}): this process holds it until Ctrl-C, SIGTERM or "
+                          f"`rmq-chaos cluster down {backend.cluster_id}`", "yellow")
         else:
             progress.step("cluster: taking it down")
             attempt("cluster down", backend.down)
@@ -217,6 +228,25 @@ class Runner:
         if status != STATUS_COMPLETED and code == 0:
             return EXIT_UNKNOWN
         return code
+
+
+def hold_until_signal() -> str:
+    """Block until SIGINT or SIGTERM arrives; returns its name."""
+    got: list[str] = []
+    wake = threading.Event()
+
+    def handler(signum: int, _frame: Any) -> None:
+        got.append(signal.Signals(signum).name)
+        wake.set()
+
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        while not wake.wait(1.0):
+            pass
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+    return got[0]
 
 
 @dataclass
