@@ -20,7 +20,7 @@ from faults.cluster_state import remove_cluster_state, write_cluster_state
 from faults.target import NodeTarget
 from harness import brokerclient
 from harness.backends.brokerconf import BrokerLayout, broker_properties, namesrv_properties, render, requested
-from harness.backends.localnode import LocalNode, NodeSpec
+from harness.backends.localnode import STOP_TIMEOUT_S, BrokerNode
 from harness.backends.ports import HOST, PortPicker
 from harness.backends.programs import Program
 from harness.collectors.logs import copy_node_logs
@@ -51,7 +51,7 @@ class LocalBackend:
         self.state_dir = Path(state_dir)
         self.work = self.state_dir / WORK_DIR / self.run_id
         self.program = Program.choose(scenario.cluster.program)
-        self.nodes: dict[str, LocalNode] = {}
+        self.nodes: dict[str, BrokerNode] = {}
         self.targets: dict[str, NodeTarget] = {}
         self.stores: dict[str, Any] = {}
         self.cgroups: dict[str, Any] = {}
@@ -91,11 +91,11 @@ class LocalBackend:
             self._make_node(n, n, broker_properties(c, layout), layout.addr, broker_id=layout.broker_id)
             self.broker_addrs[n] = layout.addr
         for n in NODE_ORDER:
-            say(f"cluster: starting {n} ({self.nodes[n].spec.addr})")
+            say(f"cluster: starting {n} ({self.nodes[n].addr})")
             self.nodes[n].start()
             if n != "slave":
                 self.nodes[n].wait_ready(c.ready_timeout)
-        self.rd.event("cluster_up", backend=self.name, nodes={n: self.nodes[n].spec.addr for n in NODE_ORDER})
+        self.rd.event("cluster_up", backend=self.name, nodes={n: self.nodes[n].addr for n in NODE_ORDER})
         self.nodes["slave"].wait_ready(c.ready_timeout)
         self._wait_ready(say)
         info = self._cluster_info()
@@ -103,7 +103,7 @@ class LocalBackend:
         self._check_effective(info["effective_config"])
         write_cluster_state(self.state_dir, self.cluster_id, self.run_id, self.name, list(self.targets.values()))
         self._state_written = True
-        self.rd.event("cluster_ready", backend=self.name, nodes={n: self.nodes[n].spec.addr for n in NODE_ORDER})
+        self.rd.event("cluster_ready", backend=self.name, nodes={n: self.nodes[n].addr for n in NODE_ORDER})
         say(f"cluster ready: namesrv {self.namesrv_addr}, master {self.broker_addrs['master']}, "
             f"slave {self.broker_addrs['slave']}")
 
@@ -114,10 +114,10 @@ class LocalBackend:
     def _start_relay(self, master_ha_port: int, relay_port: int) -> str:
         from harness.resources.relay_process import RelayProcess
 
-        self.relay = RelayProcess.start(self.journal, listen=f"{HOST}:{relay_port}",
-                                        upstream=f"{HOST}:{master_ha_port}",
-                                        control=str(self.work / "relay.sock"), run_id=self.run_id)
-        return f"{HOST}:{relay_port}"
+        self.relay = RelayProcess.start(self.journal, f"{HOST}:{master_ha_port}", str(self.work / "relay.sock"),
+                                        listen=f"{HOST}:{relay_port}", run_id=self.run_id,
+                                        log_path=str(self.work / "relay.log"))
+        return self.relay.listen
 
     def _make_node(self, name: str, role: str, props: dict[str, Any], addr: str, broker_id: int | None = None) -> None:
         node_dir = self.work / name
@@ -127,22 +127,23 @@ class LocalBackend:
         log_dir = node_dir / "logs"
         log_dir.mkdir(exist_ok=True)
         c = self.scenario.cluster
-        spec = NodeSpec(name=name, role=role, run_id=self.run_id, argv=self.program.argv(role, conf),
-                        env=self.program.env(version=c.version, heap=c.heap, node_dir=node_dir, log_dir=log_dir),
-                        cwd=str(node_dir), log_path=str(node_dir / "stdout.log"), pidfile=str(node_dir / "pid"),
-                        cgroups=self.cgroups[name].dirs, addr=addr, namesrv_addr=self.namesrv_addr or None,
-                        master_addr=self.broker_addrs.get("master"), broker_id=broker_id)
-        node = LocalNode(spec, self.journal)
+        node = BrokerNode(journal=self.journal, name=name, argv=self.program.argv(role, conf), run_id=self.run_id,
+                          pidfile=str(node_dir / "pid"), cgroups=self.cgroups[name].dirs,
+                          env=self.program.env(version=c.version, heap=c.heap, node_dir=node_dir, log_dir=log_dir),
+                          cwd=str(node_dir), log_path=str(node_dir / "stdout.log"),
+                          ready_port=int(addr.rpartition(":")[2]), stop_timeout_s=STOP_TIMEOUT_S, role=role,
+                          addr=addr, namesrv_addr=self.namesrv_addr or None,
+                          master_addr=self.broker_addrs.get("master"), broker_id=broker_id)
         self.nodes[name] = node
         self.log_sources[name] = [*self.program.log_dirs(node_dir, log_dir), node_dir / "stdout.log",
                                   node_dir / f"{name}.conf"]
         store = self.stores.get(name)
         extras: dict[str, Any] = {"conf": str(conf), "addr": addr}
-        if self.relay is not None:
-            extras["relay_control"] = self.relay.control
+        if self.relay is not None and role != "namesrv":
+            extras.update(self.relay.extras())
         host_port = addr.rpartition(":")[2]
         self.targets[name] = NodeTarget(
-            name=name, role=role, run_id=self.run_id, pids=node.pids, cgroups=dict(self.cgroups[name].paths),
+            name=name, role=role, run_id=self.run_id, pids=node.pid_source, cgroups=dict(self.cgroups[name].paths),
             store_mount=store.mount if store else None, store_device=store.device if store else None,
             store_image=store.image if store else None,
             ports={"listen": int(host_port), **({"ha": int(props["haListenPort"])} if "haListenPort" in props else {})},
@@ -167,7 +168,7 @@ class LocalBackend:
             "rocketmq_home": str(self.program.home) if self.program.home else None, "version": c.version,
             "cluster_name": c.cluster_name, "broker_name": c.broker_name, "namesrv": self.namesrv_addr,
             "topic": self.scenario.topic.model_dump(), "ha_relay": self.relay is not None,
-            "nodes": [{"name": n, "role": self.nodes[n].spec.role, "addr": self.nodes[n].spec.addr,
+            "nodes": [{"name": n, "role": self.nodes[n].role, "addr": self.nodes[n].addr,
                        "pid": (self.nodes[n].pids() or [None])[0], "cgroups": self.targets[n].cgroups,
                        "store_mount": self.targets[n].store_mount, "store_device": self.targets[n].store_device,
                        "store_size": c.store_size if n in BROKER_NODES else None,
@@ -186,7 +187,7 @@ class LocalBackend:
     # --- during the run ---------------------------------------------------------------------------------------
 
     def start_collectors(self) -> MetricsCollector:
-        nodes = [MetricsNode(n, self.nodes[n].pids, self.broker_addrs.get(n)) for n in NODE_ORDER]
+        nodes = [MetricsNode(n, self.nodes[n].pid_source, self.broker_addrs.get(n)) for n in NODE_ORDER]
         collector = MetricsCollector(self.run_id, self.rd.layout.metrics, nodes, brokerclient.runtime_info_quick)
         collector.start()
         return collector

@@ -1,147 +1,82 @@
-"""One node of the local backend as a process we can stop and start again (`NodeControl` of `faults.target`): the
-program's argv and environment, the node's cgroups, its log file and pidfile, and the checks that say it is ready
-(name server: its port answers; broker: it answers GET_BROKER_RUNTIME_INFO and is registered with the name server)
-or caught up (the slave's commitLogMaxOffset has reached the master's).
+"""A node of the local backend: `harness.resources.ProcessNode` (a journaled process in the node's cgroups, with a
+pidfile, stoppable and startable: the faults' `NodeControl`) plus the broker checks of readiness and catch-up:
+ready = the process runs, its port accepts, and (brokers) it answers GET_BROKER_RUNTIME_INFO and the name server
+lists it; caught up = its commitLogMaxOffset has reached the master's.
 
-`to_json()` names `node_from_json` as its factory, so `rmq-chaos fault ...` can rebuild the control of a node of a
-running cluster from the cluster state file (the readonly_fs revert stops and starts the broker)."""
+`to_json()` names `BrokerNode.from_json` as the factory, so `rmq-chaos fault ...` rebuilds the same checks for a node
+of a running cluster from the cluster state file (the readonly_fs revert stops and starts the broker)."""
 from __future__ import annotations
 
-import socket
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+from faults.errors import FaultError
 from faults.journal import Journal
-from faults.system.procs import ProcId
-from faults.target import PidFile
-from harness.resources.processes import ManagedProcess, spawn
+from harness.resources.node_process import ProcessNode
 
+FACTORY = "harness.backends.localnode:BrokerNode.from_json"
 POLL_S = 0.1
 STOP_TIMEOUT_S = 15.0
 
 
-class NodeNotReady(TimeoutError):
+class NodeNotReady(FaultError):
     pass
 
 
 @dataclass
-class NodeSpec:
-    """Everything needed to start a node again (the JSON form of a control)."""
-
-    name: str
-    role: str
-    run_id: str
-    argv: list[str]
-    env: dict[str, str]
-    cwd: str
-    log_path: str
-    pidfile: str
-    cgroups: list[str]
-    addr: str
+class BrokerNode(ProcessNode):
+    role: str = "namesrv"
+    addr: str = ""
     namesrv_addr: str | None = None
     master_addr: str | None = None
     broker_id: int | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-
-@dataclass
-class LocalNode:
-    spec: NodeSpec
-    journal: Journal
-    process: ManagedProcess | None = field(default=None, repr=False)
-
-    @property
-    def pids(self) -> PidFile:
-        return PidFile(self.spec.pidfile)
-
-    # --- NodeControl ------------------------------------------------------------------------------------------
-
-    def start(self) -> None:
-        if self.process is not None and self.process.alive():
-            return
-        s = self.spec
-        self.process = spawn(self.journal, s.argv, name=s.name, cgroups=s.cgroups, env=s.env, cwd=s.cwd,
-                             log_path=s.log_path, run_id=s.run_id, extra_undo=[{"op": "rm", "path": s.pidfile}])
-        self.pids.write(self.process.proc)
-
-    def stop(self) -> None:
-        if self.process is not None:
-            self.process.stop(STOP_TIMEOUT_S)
-            self.process = None
-            return
-        p = self.pids.read()  # rebuilt from the state file: end the pid the file names
-        if p is not None and p.exists():
-            from faults.undo import run_ops
-            run_ops([{"op": "kill_procs", "procs": [p.to_json()], "timeout_s": STOP_TIMEOUT_S}])
-
     def wait_ready(self, timeout_s: float) -> None:
-        _poll(lambda: self.ready(), timeout_s, f"{self.spec.name} ({self.spec.addr}) not ready")
+        deadline = time.monotonic() + timeout_s
+        super().wait_ready(timeout_s)
+        if self.role != "namesrv":
+            _poll(self._registered, deadline, f"{self.name} ({self.addr}) did not register with the name server")
 
     def wait_caught_up(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
         self.wait_ready(timeout_s)
-        if self.spec.role == "namesrv":
-            return
-        _poll(lambda: self.caught_up(), timeout_s, f"{self.spec.name}: the slave did not catch up with the master")
+        if self.role == "slave":
+            _poll(self.caught_up, deadline, f"{self.name}: the slave did not catch up with the master")
 
-    def to_json(self) -> dict[str, Any]:
-        return {"factory": "harness.backends.localnode:node_from_json", "spec": self.spec.to_json()}
-
-    # --- checks -----------------------------------------------------------------------------------------------
-
-    def alive(self) -> bool:
-        p = self.pids.read()
-        return p is not None and p.alive()
-
-    def ready(self) -> bool:
-        if not self.alive():
-            raise NodeNotReady(f"{self.spec.name}: the process is not running (see {self.spec.log_path})")
-        if self.spec.role == "namesrv":
-            return port_open(self.spec.addr)
+    def _registered(self) -> bool:
         from harness import brokerclient
-        if brokerclient.runtime_info(self.spec.addr) is None:
+        if brokerclient.runtime_info(self.addr) is None:
             return False
-        return brokerclient.registered(self.spec.namesrv_addr or "", self.spec.addr, self.spec.broker_id)
+        return brokerclient.registered(self.namesrv_addr or "", self.addr, self.broker_id)
 
     def caught_up(self) -> bool:
         from harness import brokerclient
-        master = brokerclient.runtime_info(self.spec.master_addr or self.spec.addr)
-        mine = brokerclient.runtime_info(self.spec.addr)
+        master = brokerclient.runtime_info(self.master_addr or "")
+        mine = brokerclient.runtime_info(self.addr)
         if not master or not mine:
             return False
         return int(mine.get("commitLogMaxOffset", -1)) >= int(master.get("commitLogMaxOffset", 0))
 
+    def to_json(self) -> dict[str, Any]:
+        return {**super().to_json(), "factory": FACTORY, "role": self.role, "addr": self.addr,
+                "namesrv_addr": self.namesrv_addr, "master_addr": self.master_addr, "broker_id": self.broker_id}
 
-def node_from_json(data: dict[str, Any], journal: Journal) -> LocalNode:
-    """The factory `NodeTarget.from_json` calls for a control written by `LocalNode.to_json`."""
-    node = LocalNode(NodeSpec(**data["spec"]), journal)
-    return node
-
-
-def port_open(addr: str, timeout_s: float = 0.5) -> bool:
-    host, _, port = addr.rpartition(":")
-    try:
-        with socket.create_connection((host, int(port)), timeout=timeout_s):
-            return True
-    except OSError:
-        return False
+    @classmethod
+    def from_json(cls, data: dict, journal: Journal) -> BrokerNode:
+        keys = ("name", "argv", "run_id", "pidfile", "cgroups", "env", "cwd", "log_path", "ready_port",
+                "stop_timeout_s", "role", "addr", "namesrv_addr", "master_addr", "broker_id")
+        return cls(journal=journal, **{k: data[k] for k in keys if k in data})
 
 
-def _poll(check: Any, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
+def _poll(check: Any, deadline: float, what: str) -> None:
     last: Exception | None = None
-    while time.monotonic() < deadline:
+    while True:
         try:
             if check():
                 return
-        except NodeNotReady:
-            raise
-        except Exception as err:  # noqa: BLE001 - not ready yet; keep the last reason for the message
+        except Exception as err:  # noqa: BLE001 - not ready yet; the last reason goes into the message
             last = err
+        if time.monotonic() >= deadline:
+            raise NodeNotReady(what + (f" (last error: {last})" if last else ""))
         time.sleep(POLL_S)
-    raise NodeNotReady(f"{what} within {timeout_s:g}s" + (f" (last error: {last})" if last else ""))
-
-
-__all__ = ["LocalNode", "NodeNotReady", "NodeSpec", "ProcId", "node_from_json", "port_open"]
