@@ -1,0 +1,212 @@
+"""One TCP connection to a name server or broker (Java: a Netty channel) with its table of requests in flight,
+matched to responses by opaque. Works with plain threads and under gevent monkey-patching alike: it only uses
+`socket`, `threading` and `time`, a reader thread (a greenlet under gevent) per connection, and a lock per request
+as its wait handle.
+
+What happens to requests in flight follows `NettyRemotingAbstract` / `NettyRemotingClient`:
+- closed by us (`close()`, e.g. after a sync timeout) or failed on a read/decode error: every request in flight
+  fails at once with "send failed" (Java's `failFast` → `RemotingSendRequestException`);
+- closed by the peer (EOF): with `fail_inflight_on_eof` False (4.9.x, whose client handler has no
+  `channelInactive`) requests in flight just wait out their timeouts; with True (5.x) they fail at once."""
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+from remoting import codec
+from remoting.codes import RPC_TYPE_RESPONSE, ResponseCode
+from remoting.command import RemotingCommand
+from remoting.errors import RemotingCommandException, RemotingSendRequestException, RemotingTimeoutException
+
+RECV_BYTES = 256 * 1024
+WRITE_STALL_TIMEOUT_S = 3.0
+"""A single frame write that makes no headway for this long (peer not reading, buffers full) fails the connection;
+Netty would queue it instead, but a blocked writer must never hang its caller."""
+SOCKET_BUFFER_BYTES = 128 * 1024  # NettyClientConfig clientSocketSndBufSize / clientSocketRcvBufSize
+
+
+class ResponseFuture:
+    """Wait handle of one request (Java `ResponseFuture`): completed at most once, by whoever pops it from the
+    connection's table."""
+
+    __slots__ = ("opaque", "response", "send_ok", "cause", "_lock")
+
+    def __init__(self, opaque: int) -> None:
+        self.opaque = opaque
+        self.response: RemotingCommand | None = None
+        self.send_ok = True
+        self.cause: BaseException | None = None
+        self._lock = threading.Lock()
+        self._lock.acquire()
+
+    def complete(self, response: RemotingCommand | None, send_ok: bool = True,
+                 cause: BaseException | None = None) -> None:
+        self.response = response
+        self.send_ok = send_ok
+        self.cause = cause
+        self._lock.release()
+
+    def wait_until(self, deadline: float) -> bool:
+        """Wait until completed or `deadline` (time.monotonic) passed; never returns early."""
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return self._lock.acquire(blocking=False)
+            if self._lock.acquire(timeout=left):
+                return True
+
+
+class Connection:
+    """A client connection. `connect()` opens it; `invoke(request, timeout_ms)` sends and waits."""
+
+    def __init__(self, addr: str, *, fail_inflight_on_eof: bool = False) -> None:
+        self.addr = addr
+        self.fail_inflight_on_eof = fail_inflight_on_eof
+        self.sock: socket.socket | None = None
+        self.active = False
+        self.closed = False
+        self.connected = threading.Event()
+        self._pending: dict[int, ResponseFuture] = {}
+        self._write_lock = threading.Lock()
+        self._close_lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        state = "active" if self.active else ("closed" if self.closed else "connecting")
+        return f"Connection({self.addr}, {state}, {len(self._pending)} in flight)"
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._pending)
+
+    def connect(self, timeout_s: float) -> bool:
+        """Open the socket (Java's `bootstrap.connect` with `connectTimeoutMillis`); False when it failed."""
+        host, _, port = self.addr.rpartition(":")
+        try:
+            sock = socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SOCKET_BUFFER_BYTES)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, SOCKET_BUFFER_BYTES)
+            sock.settimeout(WRITE_STALL_TIMEOUT_S)
+        except (OSError, ValueError):
+            self.closed = True
+            self.connected.set()
+            return False
+        self.sock = sock
+        self.active = True
+        threading.Thread(target=self._read_loop, name=f"rmq-reader-{self.addr}", daemon=True).start()
+        self.connected.set()
+        return True
+
+    def invoke(self, request: RemotingCommand, timeout_ms: float, shown_timeout_ms: int | None = None) -> RemotingCommand:
+        """`invokeSyncImpl`: send and wait up to `timeout_ms` for the response."""
+        opaque = request.opaque
+        deadline = time.monotonic() + timeout_ms / 1000.0
+        future = ResponseFuture(opaque)
+        self._pending[opaque] = future
+        try:
+            self._write(codec.encode(request), deadline, future)
+            if not future.wait_until(deadline):
+                shown = int(timeout_ms) if shown_timeout_ms is None else shown_timeout_ms
+                raise RemotingTimeoutException.waiting(self.addr, shown)
+            if future.response is None:
+                raise RemotingSendRequestException(self.addr, future.cause)
+            return future.response
+        finally:
+            self._pending.pop(opaque, None)
+
+    def send_oneway(self, request: RemotingCommand, timeout_ms: float) -> None:
+        """`invokeOnewayImpl`: write the request, wait for nothing."""
+        self._write(codec.encode(request), time.monotonic() + timeout_ms / 1000.0, None)
+
+    def _write(self, frame: bytes, deadline: float, future: ResponseFuture | None) -> None:
+        if not self._write_lock.acquire(timeout=max(deadline - time.monotonic(), 0.0)):
+            return  # still "queued" when the caller's time is up: it times out waiting, as a Netty write would
+        try:
+            sock = self.sock
+            if sock is None or self.closed:
+                raise OSError("connection closed")
+            sock.sendall(frame)
+        except OSError as e:
+            if future is not None and self._pending.pop(future.opaque, None) is not None:
+                future.complete(None, send_ok=False, cause=e)
+            self.close(cause=e)
+            if future is None:
+                raise RemotingSendRequestException(self.addr, e) from None
+        finally:
+            self._write_lock.release()
+
+    def close(self, cause: BaseException | None = None) -> None:
+        """Close the socket and fail every request in flight (Java's close → `failFast`)."""
+        with self._close_lock:
+            first = not self.closed
+            self.closed = True
+            self.active = False
+            sock = self.sock
+        if first and sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            try:
+                sock.close()
+            except OSError:
+                pass
+        self._fail_all(cause)
+        self.connected.set()
+
+    def _fail_all(self, cause: BaseException | None) -> None:
+        for opaque in list(self._pending):
+            future = self._pending.pop(opaque, None)
+            if future is not None:
+                future.complete(None, send_ok=False, cause=cause)
+
+    def _read_loop(self) -> None:
+        reader = codec.FrameReader()
+        sock = self.sock
+        assert sock is not None
+        while not self.closed:
+            try:
+                data = sock.recv(RECV_BYTES)
+            except TimeoutError:
+                continue
+            except OSError as e:
+                self.close(cause=e)  # exceptionCaught → closeChannel → failFast
+                return
+            if not data:
+                self._peer_closed()
+                return
+            try:
+                commands = reader.feed(data)
+            except RemotingCommandException as e:
+                self.close(cause=e)  # NettyDecoder: decode error closes the channel
+                return
+            for cmd in commands:
+                if cmd.flag & RPC_TYPE_RESPONSE:
+                    future = self._pending.pop(cmd.opaque, None)
+                    if future is not None:
+                        future.complete(cmd)
+                elif not cmd.is_oneway:
+                    self._answer_unsupported(cmd)
+
+    def _peer_closed(self) -> None:
+        if self.fail_inflight_on_eof:
+            self.close(cause=ConnectionResetError("closed by peer"))
+            return
+        with self._close_lock:
+            self.active = False  # channel inactive: no longer handed out; requests in flight wait out their time
+        try:
+            if self.sock is not None:
+                self.sock.close()
+        except OSError:
+            pass
+
+    def _answer_unsupported(self, request: RemotingCommand) -> None:
+        """A request from the server this client has no processor for (NettyRemotingAbstract.processRequestCommand)."""
+        response = RemotingCommand(code=ResponseCode.REQUEST_CODE_NOT_SUPPORTED, opaque=request.opaque,
+                                   flag=RPC_TYPE_RESPONSE, version=request.version,
+                                   remark=f" request type {request.code} not supported")
+        try:
+            self._write(codec.encode(response), time.monotonic() + WRITE_STALL_TIMEOUT_S, None)
+        except RemotingSendRequestException:
+            pass
