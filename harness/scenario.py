@@ -28,7 +28,7 @@ VERSIONS_ALLOWED = "4.9.0 to 4.9.8, 5.0.x to 5.3.x (as a quoted string, e.g. \"4
 HEAP_RE = re.compile(r"^(\s*-Xm[sxn]\d+[kKmMgG]?)+\s*$")
 TOPIC_RE = re.compile(r"^[%|a-zA-Z0-9_-]{1,127}$")
 DEFAULT_HEAP = "-Xms128m -Xmx128m -Xmn64m"
-DEFAULT_STORE_SIZE = "512MiB"
+DEFAULT_STORE_SIZE = "4GiB"
 MIN_STORE_SIZE = 32 * 1024 * 1024
 DEFAULT_TOPIC = "ChaosTopic"
 

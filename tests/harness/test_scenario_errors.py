@@ -86,3 +86,10 @@ def test_key_the_version_lacks_passes_when_allowed(tmp_path: Path) -> None:
                                  '  broker:\n    master: {haSlaveFallbehindMax: 1048576}\n'), encoding="utf-8")
     (s,) = load_scenarios(path)
     assert s.cluster.broker.master["haSlaveFallbehindMax"] == 1048576
+
+
+def test_every_ready_scenario_is_valid() -> None:
+    files = sorted((Path(__file__).resolve().parents[2] / "scenarios").glob("*.yaml"))
+    assert {f.name for f in files} >= {"slave-readonly-default.yaml", "slave-readonly-fallbehind-1m.yaml"}
+    for f in files:
+        assert load_scenarios(f), f
