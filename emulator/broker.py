@@ -1,0 +1,59 @@
+"""`python -m emulator.broker -c broker.conf` (console script `rmq-broker`): one broker (master or slave) of the
+embedded cluster, configured with Apache's broker.conf keys for the version profile."""
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+
+from emulator import logs
+from emulator.config.broker_config import BrokerConfig, ConfigError
+from emulator.controller import BrokerController
+from emulator.version import VersionError, resolve_profile
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="rmq-broker", description="Embedded RocketMQ broker")
+    parser.add_argument("-c", dest="config", help="broker.conf (Java properties, Apache key names)")
+    parser.add_argument("-n", dest="namesrv", help="name server address list, e.g. 127.0.0.1:9876")
+    parser.add_argument("--rocketmq-version", help="version profile (default $ROCKETMQ_VERSION or 4.9.1)")
+    args = parser.parse_args(argv)
+    try:
+        profile = resolve_profile(args.rocketmq_version)
+        overrides = {"namesrvAddr": args.namesrv} if args.namesrv else {}
+        config = BrokerConfig(profile, args.config, overrides)
+    except (VersionError, ConfigError) as e:
+        print(f"rmq-broker: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:
+        print(f"rmq-broker: cannot read {args.config}: {e.strerror}", file=sys.stderr)
+        return 2
+    logs.setup((logs.BROKER, logs.STORE))
+    for key, value in config.unknown.items():
+        logs.broker_log.warning("unknown property %s=%s ignored (not a RocketMQ %s broker property)", key, value,
+                                profile.release)
+    for key, value in config.items():
+        logs.broker_log.info("%s=%s", key, value)
+    controller = BrokerController(config, profile)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    try:
+        controller.start()
+    except OSError as e:
+        print(f"rmq-broker: start failed: {e}", file=sys.stderr)
+        logs.broker_log.error("start failed: %s", e)
+        return 1
+    line = (f"The broker[{config.get('brokerName')}, {controller.broker_addr}] boot success. serializeType=JSON "
+            f"and name server is {config.get('namesrvAddr')}")
+    logs.broker_log.info(line)
+    print(line, flush=True)
+    stop.wait()
+    controller.shutdown()
+    logs.broker_log.info("Shutdown hook over.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,161 @@
+"""`BrokerController`: builds one broker from its configuration (store, thread pools, processors, fast failure,
+name-server registration every `registerNameServerPeriod` and at start-up, a slave's topic sync from its master),
+starts it and stops it."""
+from __future__ import annotations
+
+import threading
+import zlib
+
+from emulator.config.broker_config import BrokerConfig, bind_address
+from emulator.executor import BoundedExecutor
+from emulator.fast_failure import BrokerFastFailure
+from emulator.jvm_memory import JvmMemory
+from emulator.logs import broker_log
+from emulator.outbound import OutboundClient
+from emulator.processors.admin import AdminProcessor
+from emulator.processors.context import BrokerContext
+from emulator.processors.pull import PullMessageProcessor
+from emulator.processors.send import SendMessageProcessor
+from emulator.server import RemotingServer
+from emulator.store.message_store import MessageStore
+from emulator.topics import TopicConfigManager
+from emulator.version import VersionProfile
+from remoting import fastjson
+from remoting.codes import RequestCode
+from remoting.command import make_request
+
+REGISTER_INITIAL_DELAY_S = 10.0
+REGISTER_TIMEOUT_S = 6.0
+SLAVE_SYNC_INITIAL_S = 3.0
+SLAVE_SYNC_PERIOD_S = 10.0
+SEND_CODES = (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE)
+
+
+class BrokerController:
+    def __init__(self, config: BrokerConfig, profile: VersionProfile) -> None:
+        self.config, self.profile = config, profile
+        ip1 = config.get("brokerIP1") or "127.0.0.1"
+        self.broker_addr = f"{ip1}:{config.get_int('listenPort')}"
+        self.ha_server_addr = f"{config.get('brokerIP2') or ip1}:{config.get_int('haListenPort')}"
+        self.memory = JvmMemory()
+        self.store = MessageStore(config, profile, self.broker_addr)
+        self.topics = TopicConfigManager(config)
+        self.ctx = BrokerContext(config, profile, self.store, self.topics, self.memory, self.broker_addr)
+        self.ctx.register_request = threading.Event()
+        self.server = RemotingServer(bind_address(), config.get_int("listenPort"), "NettyServerCodecThread",
+                                     profile.wire_version)
+        self.outbound = OutboundClient(profile.wire_version)
+        self.master_addr: str | None = None
+        self._stopped = threading.Event()
+        self.fast_failure: BrokerFastFailure | None = None
+
+    def _executor(self, name: str, threads_key: str, capacity_key: str) -> BoundedExecutor:
+        ex = BoundedExecutor(name, self.config.get_int(threads_key), self.config.get_int(capacity_key))
+        self.ctx.executors[name.split("MessageThread")[0].lower()] = ex
+        return ex
+
+    def start(self) -> None:
+        config = self.config
+        self.memory.pre_touch()
+        self.topics.load()
+        self.store.load_and_recover()
+        send = BoundedExecutor("SendMessageThread", config.get_int("sendMessageThreadPoolNums"),
+                               config.get_int("sendThreadPoolQueueCapacity"))
+        pull = BoundedExecutor("PullMessageThread", config.get_int("pullMessageThreadPoolNums"),
+                               config.get_int("pullThreadPoolQueueCapacity"))
+        admin = BoundedExecutor("AdminBrokerThread", config.get_int("adminBrokerThreadPoolNums"), 10000)
+        heartbeat = BoundedExecutor("HeartbeatThread", config.get_int("heartbeatThreadPoolNums"),
+                                    config.get_int("heartbeatThreadPoolQueueCapacity"))
+        self.ctx.executors.update(send=send, pull=pull, admin=admin, heartbeat=heartbeat)
+        send_processor = SendMessageProcessor(self.ctx)
+        for code in SEND_CODES:
+            self.server.register(code, send_processor, send)
+        self.server.register(RequestCode.PULL_MESSAGE, PullMessageProcessor(self.ctx), pull)
+        admin_processor = AdminProcessor(self.ctx)
+        for code in admin_processor.codes:
+            executor = heartbeat if code in (RequestCode.HEART_BEAT, RequestCode.UNREGISTER_CLIENT) else admin
+            self.server.register(code, admin_processor, executor)
+        for ex in (send, pull, admin, heartbeat):
+            ex.start()
+        self.store.start()
+        self.server.start()
+        self.fast_failure = BrokerFastFailure(config, self.store, {
+            "send": (send, "waitTimeMillsInSendQueue"), "pull": (pull, "waitTimeMillsInPullQueue"),
+            "heartbeat": (heartbeat, "waitTimeMillsInHeartbeatQueue")})
+        self.fast_failure.start()
+        self.register_all()
+        threading.Thread(target=self._register_loop, name="BrokerControllerScheduledThread", daemon=True).start()
+        if config.is_slave:
+            threading.Thread(target=self._slave_sync_loop, name="SlaveSynchronize", daemon=True).start()
+
+    def shutdown(self) -> None:
+        self._stopped.set()
+        if self.fast_failure is not None:
+            self.fast_failure.shutdown()
+        self.server.shutdown()
+        self._unregister_all()
+        self.store.shutdown()
+        self.outbound.close()
+
+    # --- name server ------------------------------------------------------------------------------------------
+    def namesrv_addrs(self) -> list[str]:
+        return [a for a in (self.config.get("namesrvAddr") or "").split(";") if a]
+
+    def register_all(self) -> None:
+        body = fastjson.dumps({"filterServerList": [], "topicConfigSerializeWrapper": self.topics.wrapper()}).encode()
+        fields = {"brokerAddr": self.broker_addr, "brokerId": self.config.get_int("brokerId"),
+                  "brokerName": self.config.get("brokerName"), "clusterName": self.config.get("brokerClusterName"),
+                  "haServerAddr": self.ha_server_addr, "compressed": False,
+                  "bodyCrc32": zlib.crc32(body) & 0x7FFFFFFF}
+        for addr in self.namesrv_addrs():
+            try:
+                response = self.outbound.invoke(addr, make_request(RequestCode.REGISTER_BROKER, fields, body),
+                                                REGISTER_TIMEOUT_S)
+            except OSError as e:
+                broker_log.warning("registerBroker Exception, %s %s", addr, e)
+                continue
+            if response.code != 0:
+                broker_log.warning("registerBroker to %s failed: %d %s", addr, response.code, response.remark)
+                continue
+            broker_log.info("register broker[%s]to name server %s OK", self.config.get_int("brokerId"), addr)
+            ext = response.ext_fields or {}
+            if self.config.is_slave:
+                if ext.get("masterAddr"):
+                    self.master_addr = ext["masterAddr"]
+                client = self.store.ha.client
+                if client is not None and ext.get("haServerAddr") and not self.config.get("haMasterAddress"):
+                    client.update_master_address(ext["haServerAddr"])
+
+    def _unregister_all(self) -> None:
+        fields = {"brokerAddr": self.broker_addr, "brokerId": self.config.get_int("brokerId"),
+                  "brokerName": self.config.get("brokerName"), "clusterName": self.config.get("brokerClusterName")}
+        for addr in self.namesrv_addrs():
+            try:
+                self.outbound.invoke(addr, make_request(RequestCode.UNREGISTER_BROKER, fields), 3.0)
+            except OSError:
+                pass
+
+    def _register_loop(self) -> None:
+        event: threading.Event = self.ctx.register_request  # type: ignore[assignment]
+        wait = REGISTER_INITIAL_DELAY_S
+        while not self._stopped.is_set():
+            event.wait(wait)
+            if self._stopped.is_set():
+                return
+            event.clear()
+            self.register_all()
+            wait = max(10000, min(self.config.get_int("registerNameServerPeriod"), 60000)) / 1000.0
+
+    def _slave_sync_loop(self) -> None:
+        if self._stopped.wait(SLAVE_SYNC_INITIAL_S):
+            return
+        while not self._stopped.is_set():
+            if self.master_addr:
+                try:
+                    response = self.outbound.invoke(self.master_addr, make_request(RequestCode.GET_ALL_TOPIC_CONFIG),
+                                                    3.0)
+                    if response.code == 0 and response.body:
+                        self.topics.replace_all(fastjson.loads(response.body))
+                except (OSError, ValueError) as e:
+                    broker_log.warning("SlaveSynchronize syncTopicConfig Exception, %s %s", self.master_addr, e)
+            self._stopped.wait(SLAVE_SYNC_PERIOD_S)

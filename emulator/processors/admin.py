@@ -1,0 +1,139 @@
+"""`AdminBrokerProcessor` and the client/consumer-manage codes a producer, a pull consumer, mqadmin and a slave use:
+topic create and listing, broker config get/update (live, file rewritten), runtime info, queue offsets, heartbeats."""
+from __future__ import annotations
+
+import json
+
+from emulator.config.broker_config import ConfigError
+from emulator.config.properties import format_properties, parse_properties
+from emulator.logs import broker_log
+from emulator.processors.context import BrokerContext
+from emulator.processors.runtime_info import runtime_table
+from emulator.server import Channel, Processor
+from emulator.topics import topic_config
+from remoting import fastjson
+from remoting.codes import RequestCode, ResponseCode
+from remoting.command import RemotingCommand
+
+NOT_SET = "not set any response code"
+
+
+class AdminProcessor(Processor):
+    def __init__(self, ctx: BrokerContext) -> None:
+        self.ctx = ctx
+        self._handlers = {
+            RequestCode.UPDATE_AND_CREATE_TOPIC: self._create_topic,
+            RequestCode.GET_ALL_TOPIC_CONFIG: self._all_topics,
+            RequestCode.UPDATE_BROKER_CONFIG: self._update_config,
+            RequestCode.GET_BROKER_CONFIG: self._get_config,
+            RequestCode.GET_BROKER_RUNTIME_INFO: self._runtime_info,
+            RequestCode.GET_MAX_OFFSET: self._max_offset,
+            RequestCode.GET_MIN_OFFSET: self._min_offset,
+            RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: self._all_groups,
+            RequestCode.GET_ALL_CONSUMER_OFFSET: self._empty_wrapper,
+            RequestCode.GET_ALL_DELAY_OFFSET: self._empty_wrapper,
+            RequestCode.HEART_BEAT: self._heartbeat,
+            RequestCode.UNREGISTER_CLIENT: self._unregister,
+            RequestCode.GET_CONSUMER_LIST_BY_GROUP: self._consumer_list,
+            RequestCode.QUERY_CONSUMER_OFFSET: self._query_offset,
+            RequestCode.UPDATE_CONSUMER_OFFSET: self._update_offset,
+        }
+
+    @property
+    def codes(self) -> tuple[int, ...]:
+        return tuple(self._handlers)
+
+    def process(self, channel: Channel, request: RemotingCommand) -> None:
+        self._handlers[request.code](channel, request)
+
+    def _create_topic(self, channel: Channel, request: RemotingCommand) -> None:
+        ext = request.ext_fields or {}
+        topic = ext.get("topic", "")
+        if topic == (self.ctx.config.get("brokerClusterName") or ""):
+            channel.respond(request, ResponseCode.SYSTEM_ERROR,
+                            f"the topic[{topic}] is conflict with system reserved words.")
+            return
+        conf = topic_config(topic, int(ext.get("readQueueNums", "8")), int(ext.get("writeQueueNums", "8")),
+                            int(ext.get("perm", "6")), int(ext.get("topicSysFlag") or 0))
+        self.ctx.topics.update(conf)
+        self.ctx.register_soon()
+        channel.respond(request, ResponseCode.SUCCESS, NOT_SET)
+
+    def _all_topics(self, channel: Channel, request: RemotingCommand) -> None:
+        channel.respond(request, ResponseCode.SUCCESS, None, {},
+                        fastjson.dumps(self.ctx.topics.wrapper()).encode())
+
+    def _update_config(self, channel: Channel, request: RemotingCommand) -> None:
+        changes = parse_properties(request.body.decode("utf-8")) if request.body else {}
+        broker_log.info("updateBrokerConfig called by %s", channel.remote)
+        try:
+            self.ctx.config.update(changes)
+        except ConfigError as e:
+            channel.respond(request, ResponseCode.SYSTEM_ERROR, str(e))
+            return
+        for key, value in self.ctx.config.unknown.items():
+            if key in changes:
+                broker_log.warning("unknown property %s=%s ignored (not a RocketMQ %s key)", key, value,
+                                   self.ctx.profile.release)
+        broker_log.info("updateBrokerConfig, new config: [%s] client: %s ", changes, channel.remote)
+        channel.respond(request, ResponseCode.SUCCESS)
+
+    def _get_config(self, channel: Channel, request: RemotingCommand) -> None:
+        body = format_properties(self.ctx.config.items()).encode("utf-8")
+        channel.respond(request, ResponseCode.SUCCESS, None, {"version": self.ctx.config.data_version.to_json()},
+                        body)
+
+    def _runtime_info(self, channel: Channel, request: RemotingCommand) -> None:
+        body = json.dumps({"table": runtime_table(self.ctx)}, separators=(",", ":")).encode()
+        channel.respond(request, ResponseCode.SUCCESS, None, None, body)
+
+    def _max_offset(self, channel: Channel, request: RemotingCommand) -> None:
+        ext = request.ext_fields or {}
+        offset = self.ctx.store.max_offset_in_queue(ext.get("topic", ""), int(ext.get("queueId", "0")))
+        channel.respond(request, ResponseCode.SUCCESS, None, {"offset": str(offset)})
+
+    def _min_offset(self, channel: Channel, request: RemotingCommand) -> None:
+        ext = request.ext_fields or {}
+        offset = self.ctx.store.min_offset_in_queue(ext.get("topic", ""), int(ext.get("queueId", "0")))
+        channel.respond(request, ResponseCode.SUCCESS, None, {"offset": str(offset)})
+
+    def _all_groups(self, channel: Channel, request: RemotingCommand) -> None:
+        body = {"dataVersion": self.ctx.topics.data_version.to_dict(), "subscriptionGroupTable": {}}
+        channel.respond(request, ResponseCode.SUCCESS, None, None, fastjson.dumps(body).encode())
+
+    def _empty_wrapper(self, channel: Channel, request: RemotingCommand) -> None:
+        body = {"offsetTable": {}} if request.code == RequestCode.GET_ALL_CONSUMER_OFFSET else {}
+        channel.respond(request, ResponseCode.SUCCESS, None, None, fastjson.dumps(body).encode())
+
+    def _heartbeat(self, channel: Channel, request: RemotingCommand) -> None:
+        try:
+            data = fastjson.loads(request.body) if request.body else {}
+        except ValueError:
+            data = {}
+        client_id = data.get("clientID", channel.remote)
+        for consumer in data.get("consumerDataSet") or []:
+            self.ctx.consumer_groups.setdefault(consumer.get("groupName", ""), set()).add(client_id)
+        channel.respond(request, ResponseCode.SUCCESS)
+
+    def _unregister(self, channel: Channel, request: RemotingCommand) -> None:
+        ext = request.ext_fields or {}
+        group = ext.get("consumerGroup")
+        if group and group in self.ctx.consumer_groups:
+            self.ctx.consumer_groups[group].discard(ext.get("clientID", ""))
+        channel.respond(request, ResponseCode.SUCCESS, None, {})
+
+    def _consumer_list(self, channel: Channel, request: RemotingCommand) -> None:
+        group = (request.ext_fields or {}).get("consumerGroup", "")
+        ids = sorted(self.ctx.consumer_groups.get(group, ()))
+        if not ids:
+            channel.respond(request, ResponseCode.SYSTEM_ERROR, f"no consumer for this group, {group}")
+            return
+        channel.respond(request, ResponseCode.SUCCESS, None, {},
+                        fastjson.dumps({"consumerIdList": ids}).encode())
+
+    def _query_offset(self, channel: Channel, request: RemotingCommand) -> None:
+        channel.respond(request, ResponseCode.QUERY_NOT_FOUND, "Not found, V3_0_6_SNAPSHOT maybe this group "
+                        "consumer boot first")
+
+    def _update_offset(self, channel: Channel, request: RemotingCommand) -> None:
+        channel.respond(request, ResponseCode.SUCCESS)
