@@ -40,6 +40,8 @@ class Fault(ABC):
     summary: ClassVar[str]
     Params: ClassVar[type[FaultParams]] = FaultParams
     VERIFY_TIMEOUT_S: ClassVar[float] = 5.0
+    target_roles: ClassVar[tuple[str, ...]] = ()
+    """Roles this fault can act on (empty: any node); scenario validation reads it."""
     ONE_SHOT: ClassVar[bool] = False
     """A one-shot fault (restart) has nothing to revert: its journal entry is closed right after apply."""
 
@@ -50,6 +52,8 @@ class Fault(ABC):
         self.journal = journal
         self.emit = emit or discard
         self.fault_id = fault_id or f"{self.kind}-{uuid.uuid4().hex[:8]}"
+        self.tag = Journal.new_id("f")
+        """Journal entry id and `RMQ_CHAOS_TAG` of helper processes: unique even when a scenario reuses fault ids."""
         self.entry_id: str | None = None
         self.state: dict[str, Any] = {}
         self.undo: list[dict] = []
@@ -129,7 +133,7 @@ class Fault(ABC):
             self.undo = self.plan()
             self.entry_id = self.journal.begin(f"fault:{self.kind}", undo=self.undo, claims=self.claims(),
                                                run_id=self.target.run_id, target=self.target.name,
-                                               data=self.entry_data(), entry_id=self.fault_id)
+                                               data=self.entry_data(), entry_id=self.tag)
             evidence = self.inject()
             self.journal.update(self.entry_id, undo=self.undo, data={"state": self.state})
             if self.ONE_SHOT:
@@ -202,6 +206,7 @@ class Fault(ABC):
         """The fault of an open journal entry, rebuilt so the CLI can verify or revert it."""
         target = NodeTarget.from_json(entry.data["target"], journal)
         fault = cls(target, entry.data.get("params"), journal=journal, emit=emit, fault_id=entry.data["fault_id"])
-        fault.entry_id, fault.undo, fault.state = entry.id, list(entry.undo), dict(entry.data.get("state", {}))
+        fault.tag = fault.entry_id = entry.id
+        fault.undo, fault.state = list(entry.undo), dict(entry.data.get("state", {}))
         fault.reverted = entry.done
         return fault

@@ -23,6 +23,7 @@ class DiskFreeze(Fault):
     kind = "disk_freeze"
     summary = "writes to the store hang (fsfreeze); revert: thaw"
     Params = DiskFreezeParams
+    target_roles = ("master", "slave")
     VERIFY_TIMEOUT_S = 2.0
 
     @classmethod
@@ -40,7 +41,7 @@ class DiskFreeze(Fault):
 
     @property
     def probe_file(self) -> str:
-        return probe_path(self.mount, f"{self.fault_id}.probe")
+        return probe_path(self.mount, f"{self.tag}.probe")
 
     def claims(self) -> list[str]:
         return [f"store:{self.mount}"]
@@ -48,7 +49,7 @@ class DiskFreeze(Fault):
     def plan(self) -> list[dict]:
         image = self.target.store_image
         return [{"op": "thaw", "mount": self.mount, "image": image},
-                {"op": "kill_procs", "tag": self.fault_id, "timeout_s": 5.0},
+                {"op": "kill_procs", "tag": self.tag, "timeout_s": 5.0},
                 {"op": "rm", "path": self.probe_file}]
 
     def inject(self) -> dict:
@@ -58,12 +59,12 @@ class DiskFreeze(Fault):
         return {"frozen": self.mount}
 
     def measure(self) -> tuple[bool, dict]:
-        probe = blocked_write_probe(self.probe_file, self.fault_id, self.params.blocked_after_s)
+        probe = blocked_write_probe(self.probe_file, self.tag, self.params.blocked_after_s)
         return bool(probe["blocked"]), probe
 
     def measure_gone(self) -> dict:
-        after = probe_path(self.mount, f"{self.fault_id}.after")
-        probe = blocked_write_probe(after, f"{self.fault_id}-after", self.params.blocked_after_s * 4)
+        after = probe_path(self.mount, f"{self.tag}.after")
+        probe = blocked_write_probe(after, f"{self.tag}-after", self.params.blocked_after_s * 4)
         if not probe["blocked"] and os.path.exists(after):
             os.unlink(after)
         if probe["blocked"] or probe.get("exit") != 0:

@@ -46,6 +46,7 @@ class DiskThrottle(Fault):
     kind = "disk_throttle"
     summary = "bandwidth/IOPS limit on the store device for the node's cgroup (blkio v1 / io.max v2); revert: lift"
     Params = DiskThrottleParams
+    target_roles = ("master", "slave")
     VERIFY_TIMEOUT_S = 3.0
 
     @classmethod
@@ -77,7 +78,7 @@ class DiskThrottle(Fault):
         return [f"blkio:{self.state['cgroup']}:{self.state['majmin']}"]
 
     def _probe_files(self) -> dict[str, str]:
-        return {m: probe_path(self.mount, f"{self.fault_id}.{m}") for m in ("write", "read")}
+        return {m: probe_path(self.mount, f"{self.tag}.{m}") for m in ("write", "read")}
 
     def plan(self) -> list[dict]:
         cg, mm = self.state["cgroup"], self.state["majmin"]
@@ -90,7 +91,7 @@ class DiskThrottle(Fault):
             old = _v2_current(cg, mm)
             ops = [{"op": "cgroup_write", "path": cg, "knob": "io.max",
                     "value": f"{mm} " + " ".join(f"{V2_KEYS[k]}={old.get(V2_KEYS[k], 'max')}" for k in V2_KEYS)}]
-        ops.append({"op": "kill_procs", "tag": self.fault_id, "timeout_s": 5.0})
+        ops.append({"op": "kill_procs", "tag": self.tag, "timeout_s": 5.0})
         ops += [{"op": "rm", "path": p} for p in self._probe_files().values()]
         return ops
 
@@ -130,7 +131,7 @@ class DiskThrottle(Fault):
         max_bytes = max(chunk, min(max_bytes, free // 4) // chunk * chunk)
         path = self._probe_files()[mode]
         try:
-            result = dio_probe(path, self.fault_id, [self.state["cgroup"]], mode=mode, chunk=chunk,
+            result = dio_probe(path, self.tag, [self.state["cgroup"]], mode=mode, chunk=chunk,
                                seconds=seconds, max_bytes=max_bytes)
         finally:
             if mode == "write" and os.path.exists(path):

@@ -38,21 +38,22 @@ class HaLink(Fault):
     kind = "ha_link"
     summary = "delay, throttle or cut the replication link through our HA relay; revert: pass"
     Params = HaLinkParams
+    target_roles = ("master", "slave")
     VERIFY_TIMEOUT_S = 3.0
 
     def check(self) -> None:
         super().check()
-        relay = self.target.extras.get("ha_relay")
-        if not relay or not relay.get("control"):
+        control = (self.target.extras.get("ha_relay") or {}).get("control") or self.target.extras.get("relay_control")
+        if not control:
             raise FaultRefused(f"{self.kind}: node {self.target.name} has no HA relay (extras.ha_relay.control); "
                                f"the backend puts one on the slave's path to the master")
-        if not os.path.exists(relay["control"]):
-            raise FaultRefused(f"{self.kind}: HA relay control socket {relay['control']} does not exist")
-        guard.check_relay(self.kind, self.target, self.journal, relay["control"])
-        status = RelayClient(relay["control"]).status()
+        if not os.path.exists(control):
+            raise FaultRefused(f"{self.kind}: HA relay control socket {control} does not exist")
+        guard.check_relay(self.kind, self.target, self.journal, control)
+        status = RelayClient(control).status()
         if status["mode"] != "pass":
             raise FaultRefused(f"{self.kind}: HA relay is already in mode {status['mode']}")
-        self.state.update(control=relay["control"], probe_port=status["probe_port"], listen=status["listen"])
+        self.state.update(control=control, probe_port=status["probe_port"], listen=status["listen"])
 
     @property
     def client(self) -> RelayClient:

@@ -89,7 +89,7 @@ class MemoryPressure(Fault):
         swap_file = None
         if not own_swaps:
             size = int(p.swap_file_bytes) if p.swap_file_bytes is not None else anon + hog + SWAP_MARGIN
-            swap_file = (os.path.join(self.swap_dir, f"{self.fault_id}.swap"), max(MIN_SWAP, size))
+            swap_file = (os.path.join(self.swap_dir, f"{self.tag}.swap"), max(MIN_SWAP, size))
         self.state.update(cgroup=cg, limit_knob=files["limit"], old_limit=old_limit, limit=limit, hog=hog,
                           anon_before=anon, swap_file=swap_file[0] if swap_file else None,
                           swap_bytes=swap_file[1] if swap_file else 0,
@@ -105,7 +105,7 @@ class MemoryPressure(Fault):
 
     def plan(self) -> list[dict]:
         s = self.state
-        ops = [{"op": "kill_procs", "tag": self.fault_id, "timeout_s": 5.0}]
+        ops = [{"op": "kill_procs", "tag": self.tag, "timeout_s": 5.0}]
         if s["limit"] is not None:
             ops.append({"op": "cgroup_write", "path": s["cgroup"], "knob": s["limit_knob"],
                         "value": s["unlimited_value"] or s["old_limit"]})
@@ -128,7 +128,7 @@ class MemoryPressure(Fault):
         return evidence
 
     def _start_hog(self, size: int, cgroup: str) -> dict:
-        env = {**os.environ, TAG_ENV: self.fault_id}
+        env = {**os.environ, TAG_ENV: self.tag}
         hog = subprocess.Popen([sys.executable, "-m", "faults.hog", "--bytes", str(size), "--cgroup", cgroup],
                                env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                                start_new_session=True)
@@ -149,7 +149,7 @@ class MemoryPressure(Fault):
         s = self.state
         cg = s["cgroup"]
         evidence = {"limit_after": cgroupfs.read(cg, s["limit_knob"]) if os.path.isdir(cg) else None,
-                    "hog_left": [p.pid for p in tagged(self.fault_id)],
+                    "hog_left": [p.pid for p in tagged(self.tag)],
                     "swap_file_active": bool(s["swap_file"]) and swapfiles.is_active(s["swap_file"]),
                     "pids": {pid: swap_bytes(pid) for pid in self.target.pids()}}
         if evidence["hog_left"] or evidence["swap_file_active"]:

@@ -28,6 +28,7 @@ class ReadonlyFs(Fault):
     kind = "readonly_fs"
     summary = "store filesystem turns read-only by an ext4 error (errors=remount-ro); revert: stop, fsck, remount, start"
     Params = ReadonlyFsParams
+    target_roles = ("master", "slave")
     VERIFY_TIMEOUT_S = 2.0
 
     @classmethod

@@ -70,7 +70,7 @@ class Stats:
     def snapshot(self) -> dict:
         now = time.monotonic()
         window = [r for r in self.recent if r[0] >= now - WINDOW_S]
-        held = [r[2] * 1000 for r in self.recent]
+        held = [r[2] * 1000 for r in window]
         return {"bytes": self.total, "rate_bps_1s": sum(r[1] for r in window) / WINDOW_S,
                 "held_ms": {"n": len(held), "mean": round(sum(held) / len(held), 2) if held else None,
                             "max": round(max(held), 2) if held else None}}

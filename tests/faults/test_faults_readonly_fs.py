@@ -1,0 +1,66 @@
+"""readonly_fs against a real node: an ext4 error turns its loop-mounted store read-only (EROFS, emergency_ro in
+/proc/mounts) while the node keeps running; revert restarts the node on a checked, writable store."""
+from __future__ import annotations
+
+import os
+
+import pytest
+from fault_nodes import poll
+
+from faults.errors import FaultRefused
+from faults.readonly_fs import ReadonlyFs
+from faults.system import mounts
+
+pytestmark = pytest.mark.root
+
+
+def _write_errno(path: str) -> int:
+    return mounts.write_probe(path)
+
+
+def test_readonly_fs_applies_verifies_and_reverts(nodes, journal, events):
+    node = nodes("slave")
+    mount = node.store.mount
+    assert _write_errno(os.path.join(mount, "before")) == 0
+    fault = ReadonlyFs(node.target, {}, journal=journal, emit=events.append)
+    fault.apply()
+    evidence = fault.verify()
+    assert evidence["write_errno"] == "EROFS" and "emergency_ro" in evidence["mount_options"]
+    # measured independently of the fault: our own write fails, the node sees errors, and is still the same process
+    assert _write_errno(os.path.join(mount, "during")) == 30  # EROFS
+    old_pid = node.target.pids()
+    before = node.status()["errors"]
+    assert poll(lambda: node.status()["errors"] > before)
+    assert node.target.pids() == old_pid
+
+    result = fault.revert()
+    assert [r["op"] for r in result["undo"]] == ["node_stop", "umount", "e2fsck", "mount", "node_start"]
+    m = mounts.mount_at(mount)
+    assert m is not None and not m.readonly and "errors=remount-ro" in m.options
+    assert _write_errno(os.path.join(mount, "after")) == 0
+    assert node.target.pids() and node.target.pids() != old_pid
+    assert poll(lambda: node.status()["writes"] > 2 and node.status()["errors"] == 0)
+    steps = [(e["step"], e["status"]) for e in events if e["action"] == "step"]
+    assert steps == [(s, st) for s in ("stop_node", "umount", "e2fsck", "mount", "start_node") for st in
+                     ("started", "ok")]
+    assert [(e["action"], e["status"]) for e in events if e["action"] != "step"] == [
+        ("apply", "started"), ("apply", "ok"), ("verify", "started"), ("verify", "ok"), ("revert", "started"),
+        ("revert", "ok")]
+    assert all(e["event"] == "fault" and e["wall_ns"] > 0 and e["mono_ns"] > 0 for e in events)
+    assert fault.revert() == {"reverted": False, "reason": "already reverted"}
+
+
+def test_readonly_fs_refuses_a_mount_the_harness_did_not_make(nodes, journal, tmp_path):
+    node = nodes("slave")
+    journal.done(node.store.entry_id, "forgotten")  # the store is no longer ours as far as the journal knows
+    try:
+        with pytest.raises(FaultRefused, match="was not created by the harness"):
+            ReadonlyFs(node.target, {}, journal=journal).apply()
+    finally:
+        node.store.entry_id = journal.begin("resource:loop_store", undo=journal.get(node.store.entry_id).undo,
+                                            data=journal.get(node.store.entry_id).data)
+    root = ReadonlyFs(node.target, {}, journal=journal)
+    root.target = type(node.target)(**{**node.target.__dict__, "store_mount": "/"})
+    with pytest.raises(FaultRefused, match="refusing the root filesystem"):
+        root.apply()
+
