@@ -29,7 +29,7 @@ def stagger(index: int) -> float:
 class OpenSchedule:
     """Slots of one user. `offset` (a fraction of the period) staggers users so they do not fire together."""
 
-    __slots__ = ("_anchor", "_period", "_k", "_offset", "_owed", "taken")
+    __slots__ = ("_anchor", "_period", "_k", "_offset", "_owed", "taken", "__weakref__")
 
     def __init__(self, rate_per_user: float, start_ns: int, offset: float = 0.0) -> None:
         if not 0.0 <= offset < 1.0:

@@ -165,6 +165,16 @@ class LoadSpec(BaseModel):
     def phase(self, name: str) -> PhaseSpec | None:
         return next((p for p in self.phases if p.name == name), None)
 
+    def rate_in(self, phase: str, rate: float | None, current: float | None) -> float | None:
+        """The load's rate when phase `phase` begins: `rate` if given, else the phase's rate in the spec, else
+        `current` (unchanged)."""
+        if rate is not None:
+            return rate
+        spec_phase = self.phase(phase)
+        if spec_phase is not None and spec_phase.rate is not None:
+            return spec_phase.rate
+        return current
+
     @property
     def drain_s(self) -> float:
         """How long a stop waits for sends in flight before abandoning them."""

@@ -1,0 +1,128 @@
+"""`LoadContext`: the load's state inside one Locust process that runs users (a local runner or one worker).
+
+It holds what all users of the process share: the spec and its current plan (rates per client), the phase book,
+the sequence of send numbers (the `<seq>` of the harness key `<run_id>:<worker>:<seq>`), the producers, the request
+recorder, the open-model schedules of the live users (so a rate change reaches every one of them), the precise
+alarm, and the counters of sends fired and in flight. `drain()` is the orderly end: no new sends, the sends in
+flight finish (or are abandoned after the drain timeout), every row is written.
+"""
+from __future__ import annotations
+
+import itertools
+import logging
+import time
+import weakref
+from collections.abc import Callable
+from pathlib import Path
+
+from analysis.contract import RunLayout
+from loads.alarm import PreciseAlarm
+from loads.phasebook import PhaseBook
+from loads.producers import MessageFactory, ProducerPool
+from loads.recorder import RequestRecorder, highest_seq
+from loads.schedule import OpenSchedule
+from loads.spec import ClientPlan, LoadSpec
+from loads.tally import BatchSummary
+
+log = logging.getLogger(__name__)
+
+_contexts: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def context_of(environment: object) -> LoadContext:
+    """The context attached to a Locust environment (raises when the load plugin was not attached)."""
+    try:
+        return _contexts[environment]
+    except KeyError:
+        raise RuntimeError("no load context on this Locust environment: attach it with loads.plugin.attach()") \
+            from None
+
+
+def attach_context(environment: object, ctx: LoadContext) -> None:
+    _contexts[environment] = ctx
+
+
+class LoadContext:
+    """Shared state of the users of one process."""
+
+    def __init__(self, spec: LoadSpec, run_dir: str | Path, run_id: str, worker: str,
+                 on_batch: Callable[[BatchSummary], None] | None = None) -> None:
+        self.spec, self.run_id, self.worker = spec, run_id, worker
+        layout = RunLayout.of(run_dir)
+        layout.requests.mkdir(parents=True, exist_ok=True)
+        self.clients = {c.name: c for c in spec.clients}
+        self.messages = {c.name: MessageFactory(spec.topic, c) for c in spec.clients}
+        self.phases = PhaseBook(spec.initial_phase)
+        self.rate = spec.rate
+        self.plans: dict[str, ClientPlan] = spec.plan(phase=spec.initial_phase)
+        self.key_prefix = f"{run_id}:{worker}:"
+        self._seq = itertools.count(highest_seq(layout.requests, worker) + 1)
+        self.fired = 0
+        self.in_flight = 0
+        self.draining = False
+        self.producers = ProducerPool(spec)
+        self.recorder = RequestRecorder(layout.requests, run_id, worker, spec.topic, self.phases,
+                                        interval_s=spec.flush_interval_s, on_batch=on_batch,
+                                        gauges=lambda: (self.fired, self.in_flight))
+        self._schedules: dict[str, weakref.WeakSet[OpenSchedule]] = {c.name: weakref.WeakSet() for c in spec.clients}
+        self._user_index = {c.name: itertools.count() for c in spec.clients}
+        self._alarm: PreciseAlarm | None = None
+        self._closed = False
+
+    # --- used by the users ------------------------------------------------------------------------------------
+
+    @property
+    def alarm(self) -> PreciseAlarm:
+        if self._alarm is None:
+            self._alarm = PreciseAlarm()
+        return self._alarm
+
+    def next_seq(self) -> int:
+        return next(self._seq)
+
+    def new_schedule(self, client: str, now_ns: int) -> OpenSchedule:
+        """An open-model schedule for a new user of `client`, staggered against the others."""
+        from loads.schedule import stagger
+
+        plan = self.plans[client]
+        schedule = OpenSchedule(plan.rate_per_user, now_ns, stagger(next(self._user_index[client])))
+        self._schedules[client].add(schedule)
+        return schedule
+
+    # --- driven by the controller -----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.recorder.start()
+
+    def set_phase(self, name: str, rate: float | None, at_ns: int) -> dict[str, float | None]:
+        """Phase `name` from `at_ns`; `rate` (None: the phase's rate in the spec, else unchanged) is the load's new
+        rate. Every live open-model user switches to its new per-user rate at `at_ns`. Returns the client rates."""
+        self.rate = self.spec.rate_in(name, rate, self.rate)
+        self.phases.begin(name, at_ns)
+        self.plans = self.spec.plan(rate=self.rate, phase=name)
+        for client, plan in self.plans.items():
+            if plan.model == "open":
+                for schedule in list(self._schedules[client]):
+                    schedule.set_rate(plan.rate_per_user, at_ns)
+        return {name: plan.rate for name, plan in self.plans.items()}
+
+    @property
+    def target_rate(self) -> float:
+        """Sends/s the open-model clients are asked for, over all workers."""
+        return sum(p.rate or 0.0 for p in self.plans.values() if p.model == "open")
+
+    def close(self) -> BatchSummary | None:
+        """Write every buffered row and stop the producers. Idempotent."""
+        if self._closed:
+            return None
+        self._closed = True
+        summary = self.recorder.close()
+        self.producers.shutdown()
+        if self._alarm is not None:
+            self._alarm.close()
+        return summary
+
+    def totals(self) -> dict[str, int | str]:
+        return {"worker": self.worker, "fired": self.fired, "in_flight": self.in_flight,
+                "rows": self.recorder.rows_written, "parts": len(self.recorder.parts),
+                "t_ns": time.time_ns()}

@@ -1,0 +1,203 @@
+"""The load's own process: Locust headless, driven over the control channel (`loads.control`) by `LoadProcess`.
+
+    python -m loads.headless --role local|master --spec SPEC --run-dir DIR --run-id ID [--expect-workers N]
+    python -m loads.headless --role worker --master-port P --master-pid PID --spec SPEC --run-dir DIR --run-id ID
+
+`local` runs the users itself; `master` runs a Locust master on 127.0.0.1 and waits for `--expect-workers` workers
+(started by `LoadProcess`); `worker` runs users for a master. gevent's monkey-patching happens here, never in the
+harness. Every way out is orderly: the `stop` command, SIGTERM, SIGINT, or the control pipe closing (the harness
+died) all drain the load (no new sends, sends in flight finish, every row written) before the process exits; a
+worker whose master vanished does the same for itself.
+"""
+from __future__ import annotations
+
+import gevent
+from gevent.fileobject import FileObjectPosix
+from locust.env import Environment
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import time
+from typing import Any
+
+from loads import control
+from loads.plugin import LoadPlugin
+from loads.spec import SpecError, load_spec
+from loads.user import user_classes
+
+log = logging.getLogger("loads.headless")
+
+STATS_INTERVAL_S = 1.0
+WORKERS_TIMEOUT_S = 60.0
+MASTER_WATCH_INTERVAL_S = 0.5
+SWITCH_INTERVAL_S = 0.0005
+"""The GIL switch interval: the writer thread converting rows must not hold the event loop for 5 ms (default)."""
+LISTEN_HOST = "127.0.0.1"
+
+
+class Controller:
+    """Runs one local or master process under the control channel."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.out_fd = os.dup(1)
+        os.dup2(2, 1)  # stray prints go to the log, never into the control channel
+        self.spec = load_spec(args.spec)
+        self.env = Environment(user_classes=user_classes(self.spec), stop_timeout=self.spec.drain_s)
+        if args.role == "master":
+            self.env.create_master_runner(LISTEN_HOST, args.master_port)
+        else:
+            self.env.create_local_runner()
+        self.plugin = LoadPlugin(self.env, self.spec, args.run_dir, args.run_id)
+        self.state = "ready"
+        self._stopping = False
+
+    def emit(self, message: dict[str, Any]) -> None:
+        data = control.encode(message)
+        while data:
+            data = data[os.write(self.out_fd, data):]
+
+    def run(self) -> int:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            gevent.signal_handler(sig, lambda s=sig: gevent.spawn(self.shutdown, signal.Signals(s).name))
+        if self.args.role == "master":
+            self.emit({"type": control.MSG_LISTENING, "port": self.args.master_port})
+            self._wait_for_workers()
+        self.emit({"type": control.MSG_READY})
+        gevent.spawn(self._push_stats)
+        stdin = FileObjectPosix(sys.stdin.fileno(), "rb", close=False)
+        while True:
+            line = stdin.readline()
+            if not line:
+                self.shutdown("control pipe closed")
+            msg = control.decode(line)
+            if msg is not None:
+                self._handle(msg)
+
+    def _wait_for_workers(self) -> None:
+        runner = self.env.runner
+        deadline = time.monotonic() + WORKERS_TIMEOUT_S
+        while len(runner.clients.ready) < self.args.expect_workers:
+            if time.monotonic() > deadline:
+                log.error("only %d of %d workers connected", len(runner.clients.ready), self.args.expect_workers)
+                self.shutdown("workers did not connect")
+            gevent.sleep(0.05)
+
+    def _handle(self, msg: dict[str, Any]) -> None:
+        cmd, msg_id = msg.get("cmd"), msg.get("id")
+        try:
+            if cmd == control.CMD_START:
+                result = self._start(msg.get("phase"), msg.get("at_ns"))
+            elif cmd == control.CMD_PHASE:
+                result = self.plugin.set_phase(msg["name"], msg.get("rate"), msg.get("at_ns"))
+            elif cmd == control.CMD_STATS:
+                result = self.plugin.stats(self.state)
+            elif cmd == control.CMD_STOP:
+                self.emit({"type": control.MSG_REPLY, "id": msg_id, "ok": True, "result": {}})
+                self.shutdown("stop")
+            else:
+                raise ValueError(f"unknown command {cmd!r}; allowed: {', '.join(control.COMMANDS)}")
+        except Exception as e:  # the harness gets the error; the load goes on
+            log.exception("command %s failed", cmd)
+            self.emit({"type": control.MSG_REPLY, "id": msg_id, "ok": False, "error": f"{type(e).__name__}: {e}"})
+            return
+        self.emit({"type": control.MSG_REPLY, "id": msg_id, "ok": True, "result": result})
+
+    def _start(self, phase: str | None, at_ns: int | None) -> dict[str, Any]:
+        if phase is not None:
+            self.plugin.set_phase(phase, None, at_ns)
+        users = sum(p.users for p in self.spec.plan().values())
+        self.env.runner.start(users, spawn_rate=max(users, 1) * 1000.0)
+        self.state = "running"
+        return {"users": users, "target_rate": self.plugin.target_rate}
+
+    def _push_stats(self) -> None:
+        while True:
+            gevent.sleep(STATS_INTERVAL_S)
+            self.emit({"type": control.MSG_STATS, **self.plugin.stats(self.state)})
+
+    def shutdown(self, reason: str) -> None:
+        """Drain, write every row, tell the harness, exit. Runs once; later calls wait for the process to end."""
+        if self._stopping:
+            return
+        self._stopping = True
+        self.state = "stopping"
+        log.info("stopping the load: %s", reason)
+        result = self.plugin.drain()
+        if self.args.role == "master":
+            self.env.runner.quit()
+        self.state = "stopped"
+        self.emit({"type": control.MSG_STOPPED, "reason": reason, "result": result,
+                   "stats": self.plugin.stats(self.state)})
+        logging.shutdown()
+        os._exit(0)
+
+
+def run_worker(args: argparse.Namespace) -> int:
+    """A worker: users for the master at 127.0.0.1:`--master-port`; drains itself if the master goes away."""
+    spec = load_spec(args.spec)
+    env = Environment(user_classes=user_classes(spec), stop_timeout=spec.drain_s)
+    runner = env.create_worker_runner(LISTEN_HOST, args.master_port)
+    plugin = LoadPlugin(env, spec, args.run_dir, args.run_id)
+    stopping: list[str] = []
+
+    def leave(reason: str) -> None:
+        if stopping:
+            return
+        stopping.append(reason)
+        log.info("worker %s stopping: %s", plugin.worker, reason)
+        totals = plugin.drain()
+        log.info("worker totals: %s", totals)
+        logging.shutdown()
+        os._exit(0)
+
+    def watch_master() -> None:
+        while True:
+            gevent.sleep(MASTER_WATCH_INTERVAL_S)
+            try:
+                os.kill(args.master_pid, 0)
+            except ProcessLookupError:
+                leave("master process gone")
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        gevent.signal_handler(sig, lambda s=sig: gevent.spawn(leave, signal.Signals(s).name))
+    if args.master_pid:
+        gevent.spawn(watch_master)
+    runner.greenlet.join()
+    if plugin.ctx is not None:
+        plugin.ctx.close()
+    logging.shutdown()
+    os._exit(0)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m loads.headless", description="the load's own process")
+    parser.add_argument("--role", choices=("local", "master", "worker"), required=True)
+    parser.add_argument("--spec", required=True, help="LoadSpec file (JSON or YAML)")
+    parser.add_argument("--run-dir", required=True)
+    parser.add_argument("--run-id", required=True)
+    parser.add_argument("--master-port", type=int, default=0)
+    parser.add_argument("--master-pid", type=int, default=0)
+    parser.add_argument("--expect-workers", type=int, default=0)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format=f"%(asctime)s {args.role} %(process)d %(levelname)s %(name)s: %(message)s")
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
+    try:
+        if args.role == "worker":
+            return run_worker(args)
+        return Controller(args).run()
+    except SpecError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

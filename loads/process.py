@@ -1,0 +1,300 @@
+"""`LoadProcess`: the harness's handle on a running load. Locust runs headless in child processes (`loads.headless`)
+so gevent's monkey-patching never reaches the harness process, which also drives faults and Spark.
+
+    with LoadProcess(spec, run_dir, run_id, workers=0) as load:   # start() on enter, stop() on exit
+        load.set_phase("healthy", rate=2000)
+        ...load.stats()...                                         # {"rate", "outcomes", "p99_ms", ...}
+    # every row is in run_dir/requests/part-*.parquet
+
+`workers=0` runs the users in one child; `workers=N` runs a Locust master child plus N worker children on this
+machine. The children get their own session, so a Ctrl-C on the terminal reaches only the harness, which stops
+the load in order; should the harness die, the control pipe closes and the load drains and exits by itself.
+Children log to `run_dir/logs/load/`.
+"""
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import queue
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import IO, Any
+
+from loads import control
+from loads.spec import LoadSpec, parse_spec
+from loads.tally import LoadStats
+
+log = logging.getLogger(__name__)
+
+START_TIMEOUT_S = 90.0
+COMMAND_TIMEOUT_S = 15.0
+STOP_MARGIN_S = 30.0
+EXIT_TIMEOUT_S = 15.0
+LOG_SUBDIR = ("logs", "load")
+LISTEN_HOST = "127.0.0.1"
+
+
+class LoadError(RuntimeError):
+    """The load process failed to start or to carry out a command; the message names its log file."""
+
+
+def free_port(host: str = LISTEN_HOST) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+class LoadProcess:
+    """Start, steer and stop the load of one run."""
+
+    def __init__(self, spec: LoadSpec | Mapping[str, Any], run_dir: str | os.PathLike[str], run_id: str,
+                 workers: int = 0, *, python: str | None = None, progress: bool = False) -> None:
+        if workers < 0:
+            raise ValueError(f"workers: {workers} must be >= 0")
+        self.spec = spec if isinstance(spec, LoadSpec) else parse_spec(dict(spec))
+        self.run_dir = Path(run_dir)
+        self.run_id = run_id
+        self.workers = workers
+        self.python = python or sys.executable
+        self.progress = progress
+        self.log_dir = self.run_dir.joinpath(*LOG_SUBDIR)
+        self.master: subprocess.Popen | None = None
+        self.worker_procs: list[subprocess.Popen] = []
+        self.result: dict[str, Any] | None = None
+        self._tmp: Path | None = None
+        self._logs: list[IO] = []
+        self._ids = iter(range(1, 1 << 62))
+        self._replies: dict[int, queue.Queue] = {}
+        self._events: dict[str, threading.Event] = {k: threading.Event() for k in
+                                                    (control.MSG_LISTENING, control.MSG_READY, control.MSG_STOPPED)}
+        self._listening: dict[str, Any] = {}
+        self._stats: dict[str, Any] = LoadStats(state="starting").to_json()
+        self._reader: threading.Thread | None = None
+        self._write_lock = threading.Lock()
+        self._view = None
+
+    # --- lifecycle --------------------------------------------------------------------------------------------
+
+    @property
+    def pids(self) -> list[int]:
+        """The process ids of the load's children (master or local first)."""
+        return [p.pid for p in ([self.master] if self.master else []) + self.worker_procs]
+
+    @property
+    def running(self) -> bool:
+        return self.master is not None and self.master.poll() is None and self.result is None
+
+    def start(self, phase: str | None = None, timeout_s: float = START_TIMEOUT_S) -> dict[str, Any]:
+        """Start the children, wait until every worker is connected, start the users (in `phase`, default the
+        spec's initial phase). Returns the number of users and the target rate."""
+        if self.master is not None:
+            raise LoadError("this LoadProcess was already started")
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self._tmp = Path(tempfile.mkdtemp(prefix="rmq-load-"))
+        spec_file = self.spec.to_file(self._tmp / "spec.json")
+        common = ["--spec", str(spec_file), "--run-dir", str(self.run_dir), "--run-id", self.run_id]
+        role = "master" if self.workers else "local"
+        port = free_port() if self.workers else 0
+        atexit.register(self._at_exit)
+        try:
+            self.master = self._spawn(role, [*common, "--role", role, "--master-port", str(port),
+                                             "--expect-workers", str(self.workers)], stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE)
+            self._reader = threading.Thread(target=self._read, name="load-control", daemon=True)
+            self._reader.start()
+            deadline = time.monotonic() + timeout_s
+            if self.workers:
+                self._wait_event(control.MSG_LISTENING, deadline, "listen for workers")
+                for i in range(self.workers):
+                    self.worker_procs.append(self._spawn(
+                        f"worker-{i + 1}", [*common, "--role", "worker", "--master-port", str(port),
+                                            "--master-pid", str(self.master.pid)], stdin=subprocess.DEVNULL,
+                        stdout=None))
+            self._wait_event(control.MSG_READY, deadline, "get ready")
+            result = self._command(control.CMD_START, phase=phase, at_ns=time.time_ns(),
+                                   timeout_s=max(1.0, deadline - time.monotonic()))
+        except BaseException:
+            self.kill()
+            raise
+        if self.progress:
+            from loads.progress import ProgressView
+
+            self._view = ProgressView(self.stats)
+            self._view.start()
+        return result
+
+    def _spawn(self, name: str, args: list[str], stdin: Any, stdout: Any) -> subprocess.Popen:
+        log_file = open(self.log_dir / f"{name}.log", "ab")  # noqa: SIM115 - closed in _cleanup
+        self._logs.append(log_file)
+        return subprocess.Popen([self.python, "-m", "loads.headless", *args], stdin=stdin,
+                                stdout=stdout if stdout is not None else log_file, stderr=log_file,
+                                start_new_session=True, close_fds=True)
+
+    def set_phase(self, name: str, rate: float | None = None, timeout_s: float = COMMAND_TIMEOUT_S) -> dict:
+        """Phase `name` is current from now on, in every worker; `rate` (sends/s of the whole load; None: the
+        phase's rate in the spec, else unchanged) applies from now. Rows are labelled by their intended time."""
+        return self._command(control.CMD_PHASE, name=name, rate=rate, at_ns=time.time_ns(), timeout_s=timeout_s)
+
+    def stats(self) -> dict[str, Any]:
+        """The latest progress figures: `rate`, `outcomes`, `p99_ms`, `lag_p99_ms`, `fired`, `completed`,
+        `in_flight`, `rows_written`, `phase`, `state`, ... (see `loads.tally.LoadStats`)."""
+        return dict(self._stats)
+
+    def stop(self, timeout_s: float | None = None) -> dict[str, Any]:
+        """Stop the load in order and wait until every row is written and every child has exited. Idempotent.
+        Returns the totals (`fired`, `rows`, `parts`, per worker) and the final figures."""
+        if self.master is None:
+            return {}
+        if self.result is None:
+            timeout_s = self.spec.drain_s + STOP_MARGIN_S if timeout_s is None else timeout_s
+            if self.master.poll() is None:
+                try:
+                    self._send({"id": next(self._ids), "cmd": control.CMD_STOP})
+                except OSError:
+                    pass
+            if not self._events[control.MSG_STOPPED].wait(timeout_s):
+                log.error("load did not report stopped within %.0f s; see %s", timeout_s, self.log_dir)
+            self._reap(EXIT_TIMEOUT_S)
+            if self.result is None:
+                self.result = {"reason": "exited without a report", "result": {}, "stats": self.stats()}
+            self.result["exit_codes"] = {str(p.pid): p.returncode for p in [self.master, *self.worker_procs]}
+            self._cleanup()
+        return self.result
+
+    def kill(self) -> None:
+        """Last resort: SIGKILL the children (rows not yet written are lost)."""
+        for p in [self.master, *self.worker_procs]:
+            if p is not None and p.poll() is None:
+                p.kill()
+        self._reap(EXIT_TIMEOUT_S)
+        self._cleanup()
+
+    def __enter__(self) -> LoadProcess:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # --- internals --------------------------------------------------------------------------------------------
+
+    def _reap(self, timeout_s: float) -> None:
+        """Wait for the children; SIGTERM (which drains) and then SIGKILL the ones that do not exit."""
+        procs = [p for p in [self.master, *self.worker_procs] if p is not None]
+        deadline = time.monotonic() + timeout_s
+        for p in procs:
+            try:
+                p.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                p.send_signal(signal.SIGTERM)
+        for p in procs:
+            try:
+                p.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                log.error("load process %d did not exit after SIGTERM; killing it", p.pid)
+                p.kill()
+                p.wait()
+
+    def _cleanup(self) -> None:
+        if self._view is not None:
+            self._view.stop()
+            self._view = None
+        if self.master is not None and self.master.stdin is not None and not self.master.stdin.closed:
+            try:
+                self.master.stdin.close()
+            except OSError:
+                pass
+        for f in self._logs:
+            f.close()
+        self._logs.clear()
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
+        atexit.unregister(self._at_exit)
+
+    def _at_exit(self) -> None:
+        if self.running:
+            self.stop()
+
+    def _send(self, message: dict[str, Any]) -> None:
+        with self._write_lock:
+            self.master.stdin.write(control.encode(message))
+            self.master.stdin.flush()
+
+    def _command(self, cmd: str, timeout_s: float = COMMAND_TIMEOUT_S, **fields: Any) -> dict[str, Any]:
+        if not self.running:
+            raise LoadError(f"the load process is not running; see {self.log_dir}")
+        msg_id = next(self._ids)
+        box: queue.Queue = queue.Queue(maxsize=1)
+        self._replies[msg_id] = box
+        try:
+            self._send({"id": msg_id, "cmd": cmd, **fields})
+            try:
+                reply = box.get(timeout=timeout_s)
+            except queue.Empty:
+                raise LoadError(f"{cmd}: no answer from the load process within {timeout_s:g} s; "
+                                f"see {self.log_dir}") from None
+        finally:
+            self._replies.pop(msg_id, None)
+        if reply is None:
+            raise LoadError(f"{cmd}: the load process exited; see {self.log_dir}")
+        if not reply.get("ok"):
+            raise LoadError(f"{cmd}: {reply.get('error')}")
+        return reply.get("result") or {}
+
+    def _wait_event(self, name: str, deadline: float, what: str) -> None:
+        while not self._events[name].wait(0.1):
+            if self.master.poll() is not None:
+                raise LoadError(f"the load process exited with code {self.master.returncode} before it could "
+                                f"{what}: {self._log_tail()}")
+            dead = [p for p in self.worker_procs if p.poll() is not None]
+            if dead:
+                raise LoadError(f"load worker {dead[0].pid} exited with code {dead[0].returncode}; see "
+                                f"{self.log_dir}")
+            if time.monotonic() > deadline:
+                raise LoadError(f"the load process did not {what} in time; see {self.log_dir}")
+
+    def _log_tail(self) -> str:
+        path = self.log_dir / f"{'master' if self.workers else 'local'}.log"
+        try:
+            lines = [ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
+        except OSError:
+            return f"see {self.log_dir}"
+        return (lines[-1] if lines else "no output") + f" (log: {path})"
+
+    def _read(self) -> None:
+        assert self.master is not None and self.master.stdout is not None
+        for line in self.master.stdout:
+            msg = control.decode(line)
+            if msg is None:
+                continue
+            kind = msg.get("type")
+            if kind == control.MSG_REPLY:
+                box = self._replies.get(msg.get("id"))
+                if box is not None and box.empty():
+                    box.put_nowait(msg)
+            elif kind == control.MSG_STATS:
+                msg.pop("type")
+                self._stats = msg
+            elif kind == control.MSG_LISTENING:
+                self._listening = msg
+                self._events[kind].set()
+            elif kind == control.MSG_READY:
+                self._events[kind].set()
+            elif kind == control.MSG_STOPPED:
+                self.result = {k: v for k, v in msg.items() if k != "type"}
+                self._stats = dict(msg.get("stats") or self._stats)
+                self._events[kind].set()
+        for box in list(self._replies.values()):  # the child is gone: nobody will answer
+            if box.empty():
+                box.put_nowait(None)

@@ -1,0 +1,200 @@
+"""`RequestRecorder`: every send of one worker process becomes one request row (architecture §5), written to
+`requests/part-<worker>-<n>.parquet` in batches.
+
+`add()` only appends a tuple, so the send path stays cheap. A background writer takes the buffered rows at least
+once per flush interval and writes them as one part file through the contract's atomic writer (temp name, fsync,
+rename), so memory stays flat on long runs and a killed process leaves only whole files. Under gevent the writer is
+a greenlet that hands the Arrow conversion and the file write to a native thread of the hub's pool (the event loop
+keeps serving sends meanwhile); without gevent it is a plain thread. The phase of a row is looked up by its
+intended time when the batch is written (see `PhaseBook`). Every written batch also yields a `BatchSummary` for the
+progress figures.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from analysis.contract import PART_NAME_RE, REQUEST_SCHEMA, write_part
+from loads.histogram import LogHistogram
+from loads.phasebook import PhaseBook
+from loads.tally import BatchSummary
+
+log = logging.getLogger(__name__)
+
+FIELDS = ("client", "seq", "key", "msg_id", "intended_ns", "start_ns", "end_ns", "outcome", "response_code",
+          "remark", "broker", "queue_id", "queue_offset", "attempts", "scheduled")
+"""Order of the tuple `add()` takes; `scheduled` (open model) is not a column, it says whether the row's start
+can be late against a schedule."""
+_INT64_COLUMNS = ("seq", "intended_ns", "start_ns", "end_ns", "queue_offset")
+_INT32_COLUMNS = ("response_code", "queue_id", "attempts")
+_STRING_COLUMNS = ("client", "key", "msg_id", "outcome", "remark", "broker")
+NS_PER_MS = 1_000_000.0
+
+
+def _gevent_patched() -> bool:
+    try:
+        from gevent import monkey
+    except ImportError:  # pragma: no cover - gevent comes with locust
+        return False
+    return monkey.is_module_patched("threading")
+
+
+def highest_seq(requests_dir: Path, worker: str) -> int:
+    """The highest `seq` in the parts `worker` already wrote in this directory (-1 when none), read from the Parquet
+    statistics, so a restarted worker continues its keys instead of repeating them."""
+    best = -1
+    for path in requests_dir.glob(f"part-{worker}-*.parquet"):
+        m = PART_NAME_RE.match(path.name)
+        if not m or m["worker"] != worker:
+            continue
+        meta = pq.ParquetFile(path).metadata
+        col = meta.schema.to_arrow_schema().get_field_index("seq")
+        for rg in range(meta.num_row_groups):
+            stats = meta.row_group(rg).column(col).statistics
+            if stats is not None and stats.has_min_max:
+                best = max(best, int(stats.max))
+    return best
+
+
+class RequestRecorder:
+    """Buffers request rows of one worker and writes them as Parquet parts."""
+
+    def __init__(self, requests_dir: str | Path, run_id: str, worker: str, topic: str, phases: PhaseBook,
+                 interval_s: float = 1.0, on_batch: Callable[[BatchSummary], None] | None = None,
+                 gauges: Callable[[], tuple[int, int]] | None = None) -> None:
+        self.directory = Path(requests_dir)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.run_id, self.worker, self.topic = run_id, worker, topic
+        self.phases = phases
+        self.interval_s = interval_s
+        self.on_batch = on_batch
+        self.gauges = gauges or (lambda: (0, 0))
+        self.rows_written = 0
+        self.parts: list[Path] = []
+        self._rows: list[tuple] = []
+        self._since_ns = time.time_ns()
+        self._lock = threading.Lock()  # a gevent lock once patched: serializes batches among greenlets
+        self._stop = threading.Event()
+        self._runner = None
+        self._gevent = _gevent_patched()
+
+    def add(self, row: tuple) -> None:
+        """One finished send, as a tuple in `FIELDS` order."""
+        self._rows.append(row)
+
+    @property
+    def buffered(self) -> int:
+        return len(self._rows)
+
+    # --- background writer ------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the background writer (a greenlet under gevent, else a daemon thread)."""
+        if self._runner is not None:
+            return
+        if self._gevent:
+            import gevent
+
+            self._runner = gevent.spawn(self._loop)
+        else:
+            self._runner = threading.Thread(target=self._loop, name=f"recorder-{self.worker}", daemon=True)
+            self._runner.start()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            try:
+                self.flush()
+            except Exception:  # keep writing later batches; the rows of this one are still in the buffer
+                log.exception("writing request rows failed")
+
+    def close(self) -> BatchSummary | None:
+        """Stop the background writer and write every buffered row. Idempotent."""
+        self._stop.set()
+        runner, self._runner = self._runner, None
+        if runner is not None and runner is not _current():
+            runner.join(timeout=30)
+        return self.flush()
+
+    # --- writing ----------------------------------------------------------------------------------------------
+
+    def flush(self) -> BatchSummary | None:
+        """Write the buffered rows as one part now (in a native thread under gevent). Returns what it wrote."""
+        with self._lock:
+            rows, self._rows = self._rows, []
+            now = time.time_ns()
+            since, self._since_ns = self._since_ns, now
+            fired, in_flight = self.gauges()
+            phases = self.phases.snapshot()
+            try:
+                if self._gevent:
+                    from gevent import get_hub
+
+                    summary = get_hub().threadpool.apply(self._write, (rows, phases, since, now))
+                else:
+                    summary = self._write(rows, phases, since, now)
+            except BaseException:
+                self._rows[:0] = rows  # not written: keep them for the next attempt
+                raise
+            summary.fired, summary.in_flight = fired, in_flight
+            summary.parts, summary.rows_written = len(self.parts), self.rows_written
+        if self.on_batch is not None:
+            self.on_batch(summary)
+        return summary
+
+    def _write(self, rows: list[tuple], phases: PhaseBook, since_ns: int, now_ns: int) -> BatchSummary:
+        if not rows:
+            return BatchSummary(self.worker, since_ns, now_ns, 0, {}, LogHistogram(), LogHistogram())
+        table, latency_ms, lag_ms = self.to_table(rows, phases)
+        path = write_part(table, self.directory, self.worker, REQUEST_SCHEMA)
+        self.parts.append(path)
+        self.rows_written += len(rows)
+        outcomes = dict(Counter(table.column("outcome").to_pylist()))
+        return BatchSummary(self.worker, since_ns, now_ns, len(rows), outcomes, LogHistogram.of(latency_ms),
+                            LogHistogram.of(lag_ms))
+
+    def to_table(self, rows: list[tuple], phases: PhaseBook) -> tuple[pa.Table, np.ndarray, np.ndarray]:
+        """The rows as a table of `REQUEST_SCHEMA`, plus the latencies (ms) and start lags (ms, scheduled rows)."""
+        cols = dict(zip(FIELDS, zip(*rows, strict=True), strict=True))
+        n = len(rows)
+        intended = np.fromiter(cols["intended_ns"], dtype=np.int64, count=n)
+        start = np.fromiter(cols["start_ns"], dtype=np.int64, count=n)
+        end = np.fromiter(cols["end_ns"], dtype=np.int64, count=n)
+        scheduled = np.fromiter(cols["scheduled"], dtype=bool, count=n)
+        latency_ms = (end - intended) / NS_PER_MS
+        service_ms = (end - start) / NS_PER_MS
+        arrays: dict[str, pa.Array] = {
+            "run_id": pa.array([self.run_id] * n, pa.string()),
+            "worker": pa.array([self.worker] * n, pa.string()),
+            "topic": pa.array([self.topic] * n, pa.string()),
+            "latency_ms": pa.array(latency_ms, pa.float64()),
+            "service_ms": pa.array(service_ms, pa.float64()),
+            "phase": pa.array([phases.at(t) for t in intended.tolist()], pa.string()),
+            "intended_ns": pa.array(intended, pa.int64()),
+            "start_ns": pa.array(start, pa.int64()),
+            "end_ns": pa.array(end, pa.int64()),
+        }
+        for name in ("seq", "queue_offset"):
+            arrays[name] = pa.array(cols[name], pa.int64())
+        for name in _INT32_COLUMNS:
+            arrays[name] = pa.array(cols[name], pa.int32())
+        for name in _STRING_COLUMNS:
+            arrays[name] = pa.array(cols[name], pa.string())
+        table = pa.table([arrays[f.name] for f in REQUEST_SCHEMA], schema=REQUEST_SCHEMA)
+        return table, latency_ms, ((start - intended) / NS_PER_MS)[scheduled]
+
+
+def _current():
+    """The running greenlet under gevent, else the current thread (so `close()` never joins itself)."""
+    if _gevent_patched():
+        import gevent
+
+        return gevent.getcurrent()
+    return threading.current_thread()

@@ -1,0 +1,153 @@
+"""The Locust users: `RocketMQUser` sends one message per task through the client's shared `Producer`, and
+`user_classes(spec)` makes one concrete class per client (`fixed_count` = the client's users).
+
+Open model: the user keeps its `OpenSchedule`; Locust's wait sleeps most of the way to the next slot (interruptible
+by a stop), the precise alarm the rest, and the send's latency counts from the slot's intended start, however late
+the send really started. Closed model: send, think, send again; the intended start is the actual start.
+
+Every send becomes one request row and one Locust `request` event (`SEND_OK` a success, anything else a failure
+named by its outcome word), including a send abandoned by a forced stop (recorded as `MQClientException`).
+"""
+from __future__ import annotations
+
+from gevent import GreenletExit
+from locust import User, task
+from locust.exception import StopUser
+
+import logging
+import time
+
+from loads.context import context_of
+from loads.spec import LoadSpec
+from remoting.errors import RemotingError
+from remoting.outcome import outcome_of
+
+log = logging.getLogger(__name__)
+
+REQUEST_TYPE = "SEND"
+SEND_OK = "SEND_OK"
+MAX_WAIT_S = 0.25
+"""Longest single wait, so a rate change reaches a user waiting for a far slot within this time."""
+ALARM_LEAD_NS = 3_000_000
+"""The last part of a wait goes to the precise alarm (Locust's own wait wakes up to ~1 ms late)."""
+ABANDONED_OUTCOME = "MQClientException"
+ABANDONED_REMARK = "send abandoned: the load stopped before the send completed"
+NS_PER_S = 1_000_000_000
+NS_PER_MS = 1_000_000
+
+
+class SendFailure(Exception):
+    """What Locust's failure table shows for a send that did not end in SEND_OK: its outcome word (and response
+    code), so failures group by outcome rather than by every remark."""
+
+    def __init__(self, outcome: str, response_code: int | None, remark: str | None) -> None:
+        super().__init__(outcome)
+        self.outcome, self.response_code, self.remark = outcome, response_code, remark
+
+    def __repr__(self) -> str:
+        return self.outcome if self.response_code is None else f"{self.outcome}({self.response_code})"
+
+    __str__ = __repr__
+
+
+class RocketMQUser(User):
+    """One sender of one client. Concrete classes come from `user_classes(spec)`."""
+
+    abstract = True
+    client_name: str = ""
+
+    def __init__(self, environment) -> None:
+        super().__init__(environment)
+        self.ctx = context_of(environment)
+        self.client = self.ctx.clients[self.client_name]
+        self.open = self.ctx.plans[self.client_name].model == "open"
+        self.think_s = self.ctx.plans[self.client_name].think_time_s
+        self.timeout_ms = self.client.send_timeout_ms
+        self.messages = self.ctx.messages[self.client_name]
+        self.size = self.client.message_size
+        self.schedule = None
+        self.producer = None
+
+    def on_start(self) -> None:
+        self.producer = self.ctx.producers.get(self.client)
+        if self.open:
+            self.schedule = self.ctx.new_schedule(self.client_name, time.time_ns())
+
+    def wait_time(self) -> float:
+        if not self.open:
+            return self.think_s
+        due = self.schedule.due_ns
+        if due is None:
+            return MAX_WAIT_S
+        return min(max(0.0, (due - time.time_ns() - ALARM_LEAD_NS) / NS_PER_S), MAX_WAIT_S)
+
+    @task
+    def send(self) -> None:
+        ctx = self.ctx
+        if ctx.draining:
+            raise StopUser()
+        if self.open:
+            while True:
+                due = self.schedule.due_ns
+                if due is None or due - time.time_ns() > ALARM_LEAD_NS:
+                    return  # woke for a rate change or a capped wait: not this slot's time yet
+                ctx.alarm.sleep_until(due)
+                if self.schedule.due_ns == due:
+                    break  # else the rate changed while sleeping: look again
+            intended = self.schedule.advance()
+        seq = ctx.next_seq()
+        key = ctx.key_prefix + str(seq)
+        message = self.messages.make(key)
+        ctx.fired += 1
+        ctx.in_flight += 1
+        start = time.time_ns()
+        if not self.open:
+            intended = start
+        result = error = None
+        try:
+            result = self.producer.send(message, self.timeout_ms)
+        except RemotingError as e:
+            error = e
+        except GreenletExit:
+            self._record(seq, key, message, intended, start, time.time_ns(), None, None, abandoned=True)
+            ctx.in_flight -= 1
+            raise
+        except Exception as e:  # a bug below us: keep the row (records equal requests) and say what it was
+            log.exception("send of %s raised %s", message.keys, type(e).__name__)
+            error = e
+        end = time.time_ns()
+        ctx.in_flight -= 1
+        self._record(seq, key, message, intended, start, end, result, error)
+
+    def _record(self, seq, key, message, intended, start, end, result, error, abandoned=False) -> None:
+        if abandoned:
+            outcome, code, remark, attempts = ABANDONED_OUTCOME, None, ABANDONED_REMARK, None
+        elif isinstance(error, RemotingError) or result is not None:
+            outcome, code, remark = outcome_of(result if error is None else error)
+            attempts = len((result if error is None else error).attempts or ()) or None
+        else:
+            outcome, code, remark, attempts = ABANDONED_OUTCOME, None, f"{type(error).__name__}: {error}", None
+        broker = queue_id = queue_offset = None
+        msg_id = message.uniq_key
+        if result is not None:
+            msg_id = result.msg_id or msg_id
+            broker, queue_id, queue_offset = result.broker_name, result.queue_id, result.queue_offset
+        elif error is not None and getattr(error, "attempts", None):
+            broker = error.attempts[-1].broker_name
+        self.ctx.recorder.add((self.client_name, seq, key, msg_id, intended, start, end,
+                               outcome, code, remark, broker, queue_id, queue_offset, attempts, self.open))
+        latency_ms = (end - intended) / NS_PER_MS
+        self.environment.events.request.fire(
+            request_type=REQUEST_TYPE, name=self.client_name, response_time=latency_ms,
+            response_length=self.size, response=result, context={"outcome": outcome},
+            exception=None if outcome == SEND_OK else SendFailure(outcome, code, remark))
+
+
+def user_classes(spec: LoadSpec) -> list[type[RocketMQUser]]:
+    """One concrete user class per client, named after the client, with `fixed_count` = its users."""
+    plans = spec.plan(phase=spec.initial_phase)
+    return [
+        type(c.name, (RocketMQUser,), {"client_name": c.name, "fixed_count": plans[c.name].users,
+                                        "abstract": False, "__module__": __name__})
+        for c in spec.clients
+    ]
