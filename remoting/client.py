@@ -81,7 +81,7 @@ class RemotingClient:
             left = timeout_ms - cost
             if left < 0 or (left == 0 and rules.timeout_when_nothing_left):
                 raise RemotingTimeoutException(rules.pre_send_timeout.format(addr=addr), addr)
-            return conn.invoke(request, left, shown_timeout_ms=int(timeout_ms) - int(cost))
+            return conn.invoke(request, left, shown_timeout_ms=round(left))
         except RemotingSendRequestException:
             self.close_channel(addr, conn)
             raise

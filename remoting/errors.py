@@ -87,8 +87,8 @@ class MQClientException(RemotingError):
     constructor (code -1 until `response_code` is set, as `sendDefaultImpl` does)."""
 
     def __init__(self, response_code: int, error_message: str, cause: BaseException | None = None) -> None:
-        super().__init__(attach_default_url(f"CODE: {response_code}  DESC: {error_message}"))
-        self._response_code = response_code
+        super().__init__(attach_default_url(f"CODE: {int(response_code)}  DESC: {error_message}"))
+        self._response_code = int(response_code)
         self.error_message = error_message
         self.__cause__ = cause
 
@@ -105,7 +105,7 @@ class MQClientException(RemotingError):
 
     @response_code.setter
     def response_code(self, code: int) -> None:
-        self._response_code = code
+        self._response_code = int(code)
 
     @property
     def remark(self) -> str:
@@ -118,8 +118,8 @@ class MQBrokerException(RemotingError):
     def __init__(self, response_code: int, remark: str | None, broker_addr: str | None = None) -> None:
         where = f" BROKER: {broker_addr}" if broker_addr is not None else ""
         desc = "null" if remark is None else remark
-        super().__init__(attach_default_url(f"CODE: {response_code}  DESC: {desc}{where}"))
-        self._response_code = response_code
+        super().__init__(attach_default_url(f"CODE: {int(response_code)}  DESC: {desc}{where}"))
+        self._response_code = int(response_code)
         self._remark = remark
         self.broker_addr = broker_addr
 

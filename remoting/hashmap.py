@@ -54,3 +54,20 @@ def java_hashmap_order(keys, initial_capacity: int = DEFAULT_CAPACITY) -> list[s
 def java_ordered(values: dict[str, str], initial_capacity: int = DEFAULT_CAPACITY) -> dict[str, str]:
     """`values` (in insertion order) re-ordered as Java's HashMap would iterate them."""
     return {k: values[k] for k in _order(tuple(values), initial_capacity)}
+
+
+def concurrent_table_size(count: int) -> int:
+    """The table length of `java.util.Properties`' backing `ConcurrentHashMap(8)` (JDK 9+) after `count` puts: it
+    starts at 16 and doubles once the count reaches 3/4 of the table (HashMap: once it exceeds it)."""
+    cap = 16
+    while count >= cap - (cap >> 2):
+        cap <<= 1
+    return cap
+
+
+def java_properties_order(keys) -> list[str]:
+    """The iteration order of a `java.util.Properties` (JDK 9+) holding `keys`: ConcurrentHashMap buckets (the same
+    spread hash as HashMap). Order inside a bucket after resizes is not modelled."""
+    keys = list(keys)
+    mask = concurrent_table_size(len(keys)) - 1
+    return sorted(keys, key=lambda k: (java_string_hash(k) ^ (java_string_hash(k) >> 16)) & mask)

@@ -1,0 +1,132 @@
+"""`PullConsumer`: PULL_MESSAGE without a registered consumer, for reading messages back from a master or a slave
+(ROCKETMQ-FACTS C.8): SUBSCRIPTION flag with subscription `*` (TAG), no suspend, no offset commit, so the broker
+needs no heartbeat and auto-creates the group. Responses map as `MQClientAPIImpl.processPullResponse`: 0 FOUND,
+19 NO_NEW_MSG, 20 NO_MATCHED_MSG, 21 OFFSET_ILLEGAL, anything else `MQBrokerException`. Bodies are decoded with
+`remoting.stored`. A slave answers only when `slaveReadEnable=true` or, in 4.9.1, whenever it has the messages
+(its PULL_RETRY_IMMEDIATELY is overwritten by FOUND): check `suggest_which_broker_id`."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from remoting.client import RemotingClient
+from remoting.codes import RequestCode, ResponseCode
+from remoting.command import make_request
+from remoting.errors import MQBrokerException, MQClientException
+from remoting.headers import (
+    PULL_FLAG_SUBSCRIPTION,
+    GetMaxOffsetRequestHeader,
+    GetMinOffsetRequestHeader,
+    OffsetResponseHeader,
+    PullMessageRequestHeader,
+    PullMessageResponseHeader,
+)
+from remoting.profiles import ClientProfile, resolve_profile
+from remoting.stored import MessageExt, decode_stored_messages
+
+PULL_STATUS_BY_CODE = {
+    ResponseCode.SUCCESS: "FOUND",
+    ResponseCode.PULL_NOT_FOUND: "NO_NEW_MSG",
+    ResponseCode.PULL_RETRY_IMMEDIATELY: "NO_MATCHED_MSG",
+    ResponseCode.PULL_OFFSET_MOVED: "OFFSET_ILLEGAL",
+}
+PULL_TIMEOUT_MS = 10_000  # DefaultMQPullConsumer.consumerPullTimeoutMillis
+BROKER_SUSPEND_MAX_TIME_MS = 20_000  # brokerSuspendMaxTimeMillis, sent although SUSPEND is not set (as recorded)
+DEFAULT_GROUP = "rmq_chaos_readback"
+STALL_LIMIT = 16
+"""`iter_queue` gives up after this many answers in a row that do not move the offset on."""
+
+
+@dataclass(slots=True)
+class PullResult:
+    status: str
+    next_begin_offset: int
+    min_offset: int
+    max_offset: int
+    suggest_which_broker_id: int
+    messages: list[MessageExt] = field(default_factory=list)
+    response_code: int = 0
+    remark: str | None = None
+    """The broker's GetMessageStatus name (`FOUND`, `NO_MESSAGE_IN_QUEUE`, `OFFSET_OVERFLOW_ONE`, ...)."""
+
+
+class PullConsumer:
+    """Stateless pulls by broker address. `client` may be shared with a producer or admin."""
+
+    def __init__(self, group: str = DEFAULT_GROUP, client: RemotingClient | None = None, *,
+                 profile: str | ClientProfile = "java-4.9.1", timeout_ms: float = PULL_TIMEOUT_MS) -> None:
+        self.group = group
+        self.profile = resolve_profile(profile)
+        self.client = client or RemotingClient(rules=self.profile.rules())
+        self._owns_client = client is None
+        self.timeout_ms = timeout_ms
+
+    def close(self) -> None:
+        if self._owns_client:
+            self.client.shutdown()
+
+    def __enter__(self) -> PullConsumer:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def pull(self, addr: str, topic: str, queue_id: int, offset: int, max_nums: int = 32, *,
+             subscription: str = "*", timeout_ms: float | None = None) -> PullResult:
+        """One PULL_MESSAGE from `offset`, at most `max_nums` messages."""
+        header = PullMessageRequestHeader(
+            consumerGroup=self.group, topic=topic, queueId=queue_id, queueOffset=offset, maxMsgNums=max_nums,
+            sysFlag=PULL_FLAG_SUBSCRIPTION, commitOffset=0, suspendTimeoutMillis=BROKER_SUSPEND_MAX_TIME_MS,
+            subscription=subscription, subVersion=0, expressionType="TAG")
+        request = make_request(RequestCode.PULL_MESSAGE, header.to_fields(), version=self.profile.version,
+                               language=self.profile.language)
+        response = self.client.invoke_sync(addr, request, self.timeout_ms if timeout_ms is None else timeout_ms)
+        status = PULL_STATUS_BY_CODE.get(response.code)
+        if status is None:
+            raise MQBrokerException(response.code, response.remark, addr)
+        rh = PullMessageResponseHeader.from_fields(response.ext_fields)
+        messages = decode_stored_messages(response.body) if status == "FOUND" and response.body else []
+        return PullResult(status, rh.nextBeginOffset or 0, rh.minOffset or 0, rh.maxOffset or 0,
+                          rh.suggestWhichBrokerId or 0, messages, response.code, response.remark)
+
+    def iter_queue(self, addr: str, topic: str, queue_id: int, start_offset: int | None = None,
+                   batch: int = 32) -> Iterator[MessageExt]:
+        """Every message of one queue on one broker, from `start_offset` (default: the queue's min offset) to the
+        end, page by page. Raises `MQClientException` when the broker keeps answering without moving on."""
+        offset = self.min_offset(addr, topic, queue_id) if start_offset is None else start_offset
+        stalls = 0
+        while True:
+            result = self.pull(addr, topic, queue_id, offset, batch)
+            if result.status == "NO_NEW_MSG":
+                return
+            if result.status == "FOUND":
+                yield from result.messages
+            elif result.status == "OFFSET_ILLEGAL" and result.next_begin_offset <= offset:
+                return  # past the end (OFFSET_OVERFLOW_BADLY) or nothing stored
+            if result.next_begin_offset > offset:
+                offset = result.next_begin_offset
+                stalls = 0
+                continue
+            stalls += 1
+            if stalls >= STALL_LIMIT:
+                raise MQClientException.wrapping(
+                    f"pull from {addr} {topic}:{queue_id} stays at offset {offset}: {result.status} "
+                    f"({result.remark}), min {result.min_offset}, max {result.max_offset}", None)
+
+    def max_offset(self, addr: str, topic: str, queue_id: int, timeout_ms: float | None = None) -> int:
+        """GET_MAX_OFFSET."""
+        return self._offset(addr, RequestCode.GET_MAX_OFFSET, GetMaxOffsetRequestHeader(topic, queue_id).to_fields(),
+                            timeout_ms)
+
+    def min_offset(self, addr: str, topic: str, queue_id: int, timeout_ms: float | None = None) -> int:
+        """GET_MIN_OFFSET."""
+        return self._offset(addr, RequestCode.GET_MIN_OFFSET, GetMinOffsetRequestHeader(topic, queue_id).to_fields(),
+                            timeout_ms)
+
+    def _offset(self, addr: str, code: int, fields: dict[str, str], timeout_ms: float | None) -> int:
+        request = make_request(code, fields, version=self.profile.version, language=self.profile.language,
+                               serialize_type=self.profile.serialize_type)
+        response = self.client.invoke_sync(addr, request, self.timeout_ms if timeout_ms is None else timeout_ms)
+        if response.code != ResponseCode.SUCCESS:
+            raise MQBrokerException(response.code, response.remark, addr)
+        return int(OffsetResponseHeader.from_fields(response.ext_fields).offset or 0)

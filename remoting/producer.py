@@ -1,0 +1,339 @@
+"""`Producer`: `DefaultMQProducer` / `DefaultMQProducerImpl.sendDefaultImpl` in SYNC mode for a named client profile.
+One Producer is shared by many threads or greenlets (like one Java producer used by 64 threads), with one
+connection per broker shared by all of them.
+
+`send(message, timeout_ms)`: up to `1 + retryTimesWhenSendFailed` attempts; before each the budget is checked
+(`timeout < cost` ends the loop with `RemotingTooMuchRequestException("sendDefaultImpl call timeout")`); each attempt
+gets the whole remaining budget; remoting and client errors are retried on another broker where there is one;
+broker codes in the profile's retry set are retried, others raise `MQBrokerException`; FLUSH_DISK_TIMEOUT,
+FLUSH_SLAVE_TIMEOUT and SLAVE_NOT_AVAILABLE are returned (retried only with `retryAnotherBrokerWhenNotStoreOK`);
+when every attempt failed, `MQClientException("Send [n] times, still failed, ...")` with the code of the last error.
+Results and exceptions carry every attempt (broker, address, queue, code or error word, latency)."""
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+
+from remoting.admin import heartbeat_body
+from remoting.client import RemotingClient
+from remoting.codes import ClientErrorCode, RequestCode, ResponseCode
+from remoting.command import RemotingCommand, make_request
+from remoting.errors import (
+    MQBrokerException,
+    MQClientException,
+    RemotingConnectException,
+    RemotingError,
+    RemotingTimeoutException,
+    RemotingTooMuchRequestException,
+    suggest_todo,
+)
+from remoting.headers import SendMessageRequestHeaderV2, SendMessageResponseHeader
+from remoting.message import (
+    COMPRESSED_FLAG,
+    PROPERTY_MSG_REGION,
+    PROPERTY_TRACE_SWITCH,
+    PROPERTY_TRANSACTION_PREPARED,
+    PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
+    TRANSACTION_PREPARED_TYPE,
+    Message,
+    properties_to_string,
+)
+from remoting.message_id import create_uniq_id, local_ip_string
+from remoting.namesrv import NameServerClient
+from remoting.profiles import ClientProfile, resolve_profile
+from remoting.route import MessageQueue, TopicPublishInfo
+from remoting.route_table import RouteTable
+from remoting.validators import check_message
+
+SEND_STATUS_BY_CODE = {
+    ResponseCode.SUCCESS: "SEND_OK",
+    ResponseCode.FLUSH_DISK_TIMEOUT: "FLUSH_DISK_TIMEOUT",
+    ResponseCode.FLUSH_SLAVE_TIMEOUT: "FLUSH_SLAVE_TIMEOUT",
+    ResponseCode.SLAVE_NOT_AVAILABLE: "SLAVE_NOT_AVAILABLE",
+}
+DEFAULT_REGION_ID = "DefaultRegion"
+CLIENT_INNER_PRODUCER_GROUP = "CLIENT_INNER_PRODUCER"
+FIRST_HEARTBEAT_DELAY_S = 1.0  # MQClientInstance.startScheduledTask: heartbeat after 1000 ms
+
+
+def _now_ms() -> float:
+    return time.monotonic() * 1000.0
+
+
+@dataclass(slots=True)
+class Attempt:
+    """One `sendKernelImpl` call: where it went and how it ended (`response_code` of an answer, or the outcome
+    word of the error)."""
+
+    broker_name: str
+    addr: str | None
+    queue_id: int
+    response_code: int | None
+    error: str | None
+    latency_ms: float
+    remark: str | None = None
+
+
+@dataclass(slots=True)
+class SendResult:
+    """`SendResult` plus what a request record needs (`outcome`, `response_code`, `remark`, `addr`)."""
+
+    status: str
+    msg_id: str
+    offset_msg_id: str
+    broker_name: str
+    queue_id: int
+    queue_offset: int
+    topic: str = ""
+    addr: str = ""
+    response_code: int = 0
+    remark: str | None = None
+    region_id: str = DEFAULT_REGION_ID
+    trace_on: bool = True
+    transaction_id: str | None = None
+    attempts: list[Attempt] = field(default_factory=list)
+
+    @property
+    def outcome(self) -> str:
+        return self.status
+
+
+class Producer:
+    """A producer for one group. `Producer(namesrv_addr, group, profile="java-4.9.1", **overrides)`; overrides are
+    the profile settings (`retry_times_when_send_failed`, `send_msg_timeout_ms`, `retry_response_codes`, ...).
+    Close it (or use it as a context manager) to stop its background refresh and its connections."""
+
+    def __init__(self, namesrv_addr: str | list[str], group: str, profile: str | ClientProfile = "java-4.9.1", *,
+                 instance_name: str | None = None, client_ip: str | None = None, heartbeat: bool = True,
+                 **overrides) -> None:
+        self.profile = resolve_profile(profile, **overrides)
+        self.group = group
+        self.instance_name = instance_name or f"{os.getpid()}#{time.monotonic_ns()}"
+        self.client_ip = client_ip or local_ip_string()
+        self.client = RemotingClient(namesrv_addr, rules=self.profile.rules())
+        self.namesrv = NameServerClient(self.client, version=self.profile.version, language=self.profile.language,
+                               serialize_type=self.profile.serialize_type)
+        self.routes = RouteTable(self.namesrv, create_topic_key=self.profile.create_topic_key,
+                                 default_topic_queue_nums=self.profile.default_topic_queue_nums,
+                                 index_style=self.profile.index_style)
+        self._heartbeat = heartbeat
+        self._closed = False
+        self._stop = threading.Event()
+        self._background: threading.Thread | None = None
+        self._background_lock = threading.Lock()
+
+    @property
+    def client_id(self) -> str:
+        """`buildMQClientId`: `clientIP@instanceName`."""
+        return f"{self.client_ip}@{self.instance_name}"
+
+    def __enter__(self) -> Producer:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop the background refresh and close every connection; later sends raise MQClientException."""
+        self._closed = True
+        self._stop.set()
+        if self._background is not None and self._background is not threading.current_thread():
+            self._background.join(timeout=5)
+        self.client.shutdown()
+
+    # -- send ---------------------------------------------------------------------------------------------------
+
+    def send(self, message: Message, timeout_ms: float | None = None) -> SendResult:
+        """Send synchronously; see the module docstring for what is returned and raised."""
+        if self._closed:
+            raise MQClientException.wrapping("The producer service state not OK, SHUTDOWN_ALREADY"
+                                             + suggest_todo(), None)
+        profile = self.profile
+        timeout = profile.send_msg_timeout_ms if timeout_ms is None else timeout_ms
+        check_message(message, profile.max_message_size)
+        self._ensure_background()
+        attempts: list[Attempt] = []
+        begin_first = _now_ms()
+        try:
+            info = self.routes.find_publish_info(message.topic)
+        except RemotingError as e:
+            e.msg_id = message.uniq_key
+            raise
+        if not info.ok():
+            if not self.client.namesrv_addrs:
+                error = MQClientException.wrapping(f"No name server address, please set it.{suggest_todo()}", None)
+                error.response_code = ClientErrorCode.NO_NAME_SERVER_EXCEPTION
+                raise error
+            error = MQClientException.wrapping(f"No route info of this topic: {message.topic}{suggest_todo()}", None)
+            error.response_code = ClientErrorCode.NOT_FOUND_TOPIC_EXCEPTION
+            raise error
+        times_total = 1 + profile.retry_times_when_send_failed
+        brokers_sent: list[str | None] = [None] * times_total
+        mq: MessageQueue | None = None
+        exception: RemotingError | None = None
+        result: SendResult | None = None
+        call_timeout = False
+        times = 0
+        while times < times_total:
+            last_broker = mq.broker_name if mq is not None else None
+            if times > 0 and profile.index_style == "5":
+                info.send_which_queue.reset()
+            mq = info.select_one_message_queue(last_broker)
+            brokers_sent[times] = mq.broker_name
+            begin_prev = _now_ms()
+            cost = begin_prev - begin_first
+            if timeout < cost:
+                call_timeout = True
+                break
+            try:
+                result = self._send_kernel(message, mq, info, timeout - cost, attempts)
+                if result.status != "SEND_OK" and profile.retry_another_broker_when_not_store_ok:
+                    times += 1
+                    continue
+                result.attempts = attempts
+                return result
+            except MQBrokerException as e:
+                exception = e
+                if e.response_code in profile.retry_response_codes:
+                    times += 1
+                    continue
+                if result is not None:
+                    result.attempts = attempts
+                    return result
+                e.attempts, e.msg_id = attempts, message.uniq_key
+                raise
+            except RemotingError as e:  # RemotingException and MQClientException: resend at once
+                exception = e
+                times += 1
+                continue
+        if result is not None:
+            result.attempts = attempts
+            return result
+        if call_timeout:
+            error: RemotingError = RemotingTooMuchRequestException("sendDefaultImpl call timeout")
+        else:
+            sent = "[" + ", ".join("null" if b is None else b for b in brokers_sent) + "]"
+            info_text = (f"Send [{times}] times, still failed, cost [{int(_now_ms() - begin_first)}]ms, "
+                         f"Topic: {message.topic}, BrokersSent: {sent}{suggest_todo()}")
+            error = MQClientException.wrapping(info_text, exception)
+            error.response_code = _client_error_code(exception)
+        error.attempts, error.msg_id = attempts, message.uniq_key
+        raise error
+
+    def _send_kernel(self, message: Message, mq: MessageQueue, info: TopicPublishInfo, timeout: float,
+                     attempts: list[Attempt]) -> SendResult:
+        """`sendKernelImpl` + `MQClientAPIImpl.sendMessage` (SYNC): build SEND_MESSAGE_V2 and invoke it."""
+        begin = _now_ms()
+        addr = self.routes.master_addr(mq.broker_name)
+        attempt = Attempt(mq.broker_name, addr, mq.queue_id, None, None, 0.0)
+        attempts.append(attempt)
+        try:
+            if addr is None:
+                self.routes.find_publish_info(mq.topic)
+                addr = attempt.addr = self.routes.master_addr(mq.broker_name)
+            if addr is None:
+                raise MQClientException.wrapping(f"The broker[{mq.broker_name}] not exist", None)
+            request = self._request(message, mq)
+            if timeout < _now_ms() - begin:
+                raise RemotingTooMuchRequestException("sendKernelImpl call timeout")
+            response = self.client.invoke_sync(addr, request, timeout - (_now_ms() - begin))
+            attempt.response_code = response.code
+            attempt.remark = response.remark
+            return self._process_send_response(mq, message, response, addr)
+        except RemotingError as e:
+            attempt.error = type(e).__name__
+            if isinstance(e, MQBrokerException):
+                attempt.response_code = e.response_code
+            else:
+                attempt.remark = e.message
+            raise
+        finally:
+            attempt.latency_ms = _now_ms() - begin
+
+    def _request(self, message: Message, mq: MessageQueue) -> RemotingCommand:
+        profile = self.profile
+        props = message.properties
+        if PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX not in props:
+            props[PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = create_uniq_id()
+        sys_flag = 0
+        body = message.body
+        if len(body) >= profile.compress_msg_body_over_howmuch:
+            import zlib
+
+            body = zlib.compress(body, profile.compress_level)
+            sys_flag |= COMPRESSED_FLAG | profile.compression_type_flag
+        if props.get(PROPERTY_TRANSACTION_PREPARED, "").lower() == "true":
+            sys_flag |= TRANSACTION_PREPARED_TYPE
+        header = SendMessageRequestHeaderV2(
+            a=self.group, b=message.topic, c=profile.create_topic_key, d=profile.default_topic_queue_nums,
+            e=mq.queue_id, f=sys_flag, g=int(time.time() * 1000), h=message.flag, i=properties_to_string(props),
+            j=0, k=False, m=False, n=mq.broker_name if profile.send_broker_name else None)
+        return make_request(RequestCode.SEND_MESSAGE_V2, header.to_fields(), body,
+                            version=profile.version, language=profile.language,
+                            serialize_type=profile.serialize_type)
+
+    def _process_send_response(self, mq: MessageQueue, message: Message, response: RemotingCommand,
+                               addr: str) -> SendResult:
+        """`MQClientAPIImpl.processSendResponse`."""
+        status = SEND_STATUS_BY_CODE.get(response.code)
+        if status is None:
+            raise MQBrokerException(response.code, response.remark, addr)
+        header = SendMessageResponseHeader.from_fields(response.ext_fields)
+        ext = response.ext_fields or {}
+        return SendResult(
+            status=status, msg_id=message.uniq_key or "", offset_msg_id=header.msgId or "",
+            broker_name=mq.broker_name, queue_id=header.queueId if header.queueId is not None else mq.queue_id,
+            queue_offset=header.queueOffset or 0, topic=message.topic, addr=addr, response_code=response.code,
+            remark=response.remark, region_id=ext.get(PROPERTY_MSG_REGION) or DEFAULT_REGION_ID,
+            trace_on=ext.get(PROPERTY_TRACE_SWITCH) != "false", transaction_id=header.transactionId)
+
+    # -- background: route refresh and heartbeats ---------------------------------------------------------------
+
+    def _ensure_background(self) -> None:
+        if self._background is not None or self._closed:
+            return
+        with self._background_lock:
+            if self._background is None:
+                self._background = threading.Thread(target=self._background_loop, name="rmq-producer-background",
+                                                    daemon=True)
+                self._background.start()
+
+    def _background_loop(self) -> None:
+        poll_s = self.profile.poll_name_server_interval_ms / 1000.0
+        beat_s = self.profile.heartbeat_broker_interval_ms / 1000.0
+        next_poll = time.monotonic() + poll_s
+        next_beat = time.monotonic() + FIRST_HEARTBEAT_DELAY_S
+        while not self._stop.wait(max(0.0, min(next_poll, next_beat) - time.monotonic())):
+            now = time.monotonic()
+            if now >= next_poll:
+                self.routes.refresh_all()
+                next_poll = now + poll_s
+            if now >= next_beat:
+                if self._heartbeat:
+                    self.send_heartbeats()
+                next_beat = now + beat_s
+
+    def send_heartbeats(self) -> None:
+        """`sendHeartbeatToAllBroker`: HEART_BEAT with this client's producer groups to every master."""
+        body = heartbeat_body(self.client_id, [CLIENT_INNER_PRODUCER_GROUP, self.group])
+        for addr in self.routes.master_addrs():
+            request = make_request(RequestCode.HEART_BEAT, None, body, version=self.profile.version,
+                                   language=self.profile.language, serialize_type=self.profile.serialize_type)
+            try:
+                self.client.invoke_sync(addr, request, 3000)
+            except RemotingError:
+                pass
+
+
+def _client_error_code(exception: RemotingError | None) -> int:
+    if isinstance(exception, MQBrokerException):
+        return exception.response_code
+    if isinstance(exception, RemotingConnectException):
+        return ClientErrorCode.CONNECT_BROKER_EXCEPTION
+    if isinstance(exception, RemotingTimeoutException):
+        return ClientErrorCode.ACCESS_BROKER_TIMEOUT
+    if isinstance(exception, MQClientException):
+        return ClientErrorCode.BROKER_NOT_EXIST_EXCEPTION
+    return -1
