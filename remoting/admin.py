@@ -9,7 +9,7 @@ from remoting.acl import AclCredentials
 from remoting.client import RemotingClient
 from remoting.codes import RequestCode, ResponseCode
 from remoting.command import RemotingCommand, make_request
-from remoting.errors import MQBrokerException, MQClientException
+from remoting.errors import MQBrokerException, MQClientException, RemotingCommandException
 from remoting.headers import (
     AUTO_CREATE_TOPIC_KEY_TOPIC,
     CreateTopicRequestHeader,
@@ -76,7 +76,10 @@ class BrokerAdmin:
     def get_broker_config(self, addr: str, timeout_ms: float | None = None) -> dict[str, str]:
         """GET_BROKER_CONFIG: the broker's whole configuration."""
         response = self._ok(self._invoke(addr, RequestCode.GET_BROKER_CONFIG, timeout_ms=timeout_ms), addr)
-        return javaprops.loads(response.body)
+        try:
+            return javaprops.loads(response.body)
+        except UnicodeDecodeError as e:
+            raise RemotingCommandException(f"broker config body is not UTF-8: {e}") from None
 
     def update_broker_config(self, addr: str, properties: dict[str, object], timeout_ms: float | None = None) -> None:
         """UPDATE_BROKER_CONFIG (`mqadmin updateBrokerConfig`). Nothing is sent for an empty dict, as in Java."""
@@ -88,7 +91,11 @@ class BrokerAdmin:
     def get_runtime_info(self, addr: str, timeout_ms: float | None = None) -> dict[str, str]:
         """GET_BROKER_RUNTIME_INFO: the KVTable as a dict."""
         response = self._ok(self._invoke(addr, RequestCode.GET_BROKER_RUNTIME_INFO, timeout_ms=timeout_ms), addr)
-        return {str(k): str(v) for k, v in (fastjson.loads(response.body).get("table") or {}).items()}
+        try:
+            table = fastjson.loads(response.body).get("table") or {}
+            return {str(k): str(v) for k, v in table.items()}
+        except (ValueError, AttributeError, RecursionError, UnicodeDecodeError) as e:
+            raise RemotingCommandException(f"runtime info body does not parse: {e}") from None
 
     def get_max_offset(self, addr: str, topic: str, queue_id: int, timeout_ms: float | None = None) -> int:
         """GET_MAX_OFFSET: the consume queue's max offset (one past the last message)."""

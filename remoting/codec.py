@@ -94,7 +94,7 @@ def decode_frame(frame: bytes | memoryview) -> RemotingCommand:
 def _decode_json_header(raw: bytes) -> RemotingCommand:
     try:
         doc = json.loads(raw)
-    except (UnicodeDecodeError, ValueError) as e:
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
         raise RemotingCommandException(f"header is not JSON: {e}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("code"), int):
         raise RemotingCommandException("JSON header has no integer code")

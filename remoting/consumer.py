@@ -79,7 +79,7 @@ class PullConsumer:
             sysFlag=PULL_FLAG_SUBSCRIPTION, commitOffset=0, suspendTimeoutMillis=BROKER_SUSPEND_MAX_TIME_MS,
             subscription=subscription, subVersion=0, expressionType="TAG")
         request = make_request(RequestCode.PULL_MESSAGE, header.to_fields(), version=self.profile.version,
-                               language=self.profile.language)
+                               language=self.profile.language, serialize_type=self.profile.serialize_type)
         response = self.client.invoke_sync(addr, request, self.timeout_ms if timeout_ms is None else timeout_ms)
         status = PULL_STATUS_BY_CODE.get(response.code)
         if status is None:

@@ -6,13 +6,23 @@ from __future__ import annotations
 
 import random
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from remoting import fastjson
+from remoting.errors import RemotingCommandException
 from remoting.hashmap import java_hashmap_order
 from remoting.headers import MASTER_ID, PERM_WRITE
 
 _INT_MASK = 0xFFFFFFFF
+
+
+@contextmanager
+def _body_errors(what: str):
+    try:
+        yield
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError, UnicodeDecodeError) as e:
+        raise RemotingCommandException(f"{what} body does not parse: {type(e).__name__}: {e}") from None
 
 
 @dataclass(slots=True)
@@ -63,13 +73,15 @@ class TopicRouteData:
 
     @classmethod
     def from_json(cls, body: bytes | str) -> TopicRouteData:
-        doc = fastjson.loads(body)
-        return cls(
-            queue_datas=[QueueData.from_doc(q) for q in doc.get("queueDatas") or []],
-            broker_datas=[BrokerData.from_doc(b) for b in doc.get("brokerDatas") or []],
-            order_topic_conf=doc.get("orderTopicConf"),
-            filter_server_table=doc.get("filterServerTable") or {},
-        )
+        """Parse a route body; anything that is not route data raises RemotingCommandException."""
+        with _body_errors("route data"):
+            doc = fastjson.loads(body)
+            return cls(
+                queue_datas=[QueueData.from_doc(q) for q in doc.get("queueDatas") or []],
+                broker_datas=[BrokerData.from_doc(b) for b in doc.get("brokerDatas") or []],
+                order_topic_conf=doc.get("orderTopicConf"),
+                filter_server_table=doc.get("filterServerTable") or {},
+            )
 
     def to_json(self) -> bytes:
         """fastjson's bytes: properties in name order, null ones left out, broker ids written bare."""
@@ -96,9 +108,11 @@ class ClusterInfo:
 
     @classmethod
     def from_json(cls, body: bytes | str) -> ClusterInfo:
-        doc = fastjson.loads(body)
-        return cls({name: BrokerData.from_doc(b) for name, b in (doc.get("brokerAddrTable") or {}).items()},
-                   {name: list(v) for name, v in (doc.get("clusterAddrTable") or {}).items()})
+        """Parse a cluster-info body; anything else raises RemotingCommandException."""
+        with _body_errors("cluster info"):
+            doc = fastjson.loads(body)
+            return cls({name: BrokerData.from_doc(b) for name, b in (doc.get("brokerAddrTable") or {}).items()},
+                       {name: list(v) for name, v in (doc.get("clusterAddrTable") or {}).items()})
 
     def to_json(self) -> bytes:
         brokers = {k: self.broker_addr_table[k].to_doc() for k in java_hashmap_order(self.broker_addr_table)}

@@ -3,6 +3,7 @@ answers each one as a handler decides: a `Reply` (code, remark, extFields, body,
 or `CLOSE` (drop the connection). Helpers make a name server that serves routes and a broker that acks sends."""
 from __future__ import annotations
 
+import dataclasses
 import socket
 import threading
 from collections.abc import Callable
@@ -27,6 +28,8 @@ class Reply:
     ext: dict | None = None
     body: bytes = b""
     delay_s: float = 0.0
+    raw: RemotingCommand | None = None
+    """A ready response (e.g. a recorded one): sent as is, with the request's opaque."""
 
 
 Handler = Callable[[RemotingCommand], "Reply | str | None"]
@@ -103,7 +106,10 @@ class ScriptedServer:
                     return
                 if action is None or action == SILENT or cmd.is_oneway:
                     continue
-                frame = codec.encode(make_response(cmd, action.code, action.remark, action.ext, action.body))
+                if action.raw is not None:
+                    frame = codec.encode(dataclasses.replace(action.raw, opaque=cmd.opaque))
+                else:
+                    frame = codec.encode(make_response(cmd, action.code, action.remark, action.ext, action.body))
                 if action.delay_s > 0:
                     timer = threading.Timer(action.delay_s, self._send, (conn, send_lock, frame))
                     timer.daemon = True
