@@ -16,7 +16,9 @@ FRAME_MAX_LENGTH = 16 * 1024 * 1024
 _INT = struct.Struct(">i")
 _TWO_INTS = struct.Struct(">ii")
 _BIN_FIXED = struct.Struct(">hbhii")  # code, language, version, opaque, flag
-_JSON_KEYS = ("code", "extFields", "flag", "language", "opaque", "remark", "serializeTypeCurrentRPC", "version")
+_JSON_KEYS = frozenset(("code", "extFields", "flag", "language", "opaque", "remark", "serializeTypeCurrentRPC",
+                        "version"))
+_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False)
 _LANGUAGES = {lang.value: lang.name for lang in LanguageCode}
 
 
@@ -48,7 +50,7 @@ def _encode_json_header(cmd: RemotingCommand) -> bytes:
     doc["version"] = cmd.version
     if cmd.extra_header:
         doc.update(cmd.extra_header)
-    return json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return _JSON.encode(doc).encode("utf-8")
 
 
 def _encode_binary_header(cmd: RemotingCommand) -> bytes:
@@ -101,6 +103,14 @@ def _decode_json_header(raw: bytes) -> RemotingCommand:
     ext = doc.get("extFields")
     if ext is not None and not isinstance(ext, dict):
         raise RemotingCommandException("JSON header extFields is not an object")
+    if ext is not None:
+        for value in ext.values():
+            if type(value) is not str:  # Java writes strings; anything else is made one
+                ext = {str(k): (v if type(v) is str else json.dumps(v) if isinstance(v, dict | list) else str(v))
+                       for k, v in ext.items()}
+                break
+    remark = doc.get("remark")
+    extra = doc.keys() - _JSON_KEYS
     try:
         return RemotingCommand(
             code=doc["code"],
@@ -108,10 +118,10 @@ def _decode_json_header(raw: bytes) -> RemotingCommand:
             version=int(doc.get("version", 0)),
             opaque=int(doc.get("opaque", 0)),
             flag=int(doc.get("flag", 0)),
-            remark=doc.get("remark"),
-            ext_fields={str(k): str(v) for k, v in ext.items()} if ext is not None else None,
+            remark=remark if remark is None or type(remark) is str else str(remark),
+            ext_fields=ext,
             serialize_type=SerializeType.JSON,
-            extra_header={k: v for k, v in doc.items() if k not in _JSON_KEYS},
+            extra_header={k: doc[k] for k in doc if k in extra} if extra else {},
         )
     except (TypeError, ValueError) as e:
         raise RemotingCommandException(f"bad JSON header field: {e}") from None

@@ -13,6 +13,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from collections import deque
 
 from remoting import codec
 from remoting.codes import RPC_TYPE_RESPONSE, ResponseCode
@@ -69,6 +70,7 @@ class Connection:
         self.connected = threading.Event()
         self._pending: dict[int, ResponseFuture] = {}
         self._write_lock = threading.Lock()
+        self._outbox: deque[bytes] = deque()
         self._close_lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -120,13 +122,25 @@ class Connection:
         self._write(codec.encode(request), time.monotonic() + timeout_ms / 1000.0, None)
 
     def _write(self, frame: bytes, deadline: float, future: ResponseFuture | None) -> None:
+        """Queue `frame` and flush the queue: whoever holds the write lock writes every queued frame in one
+        `sendall` (writes coalesce under load). A caller that cannot get the lock in time leaves its frame queued
+        for the next writer, as a Netty write stays queued; it then times out waiting for the answer."""
+        self._outbox.append(frame)
         if not self._write_lock.acquire(timeout=max(deadline - time.monotonic(), 0.0)):
-            return  # still "queued" when the caller's time is up: it times out waiting, as a Netty write would
+            return
         try:
-            sock = self.sock
-            if sock is None or self.closed:
-                raise OSError("connection closed")
-            sock.sendall(frame)
+            outbox = self._outbox
+            while outbox:
+                batch = []
+                try:
+                    while True:
+                        batch.append(outbox.popleft())
+                except IndexError:
+                    pass
+                sock = self.sock
+                if sock is None or self.closed:
+                    raise OSError("connection closed")
+                sock.sendall(batch[0] if len(batch) == 1 else b"".join(batch))
         except OSError as e:
             if future is not None and self._pending.pop(future.opaque, None) is not None:
                 future.complete(None, send_ok=False, cause=e)
@@ -152,6 +166,7 @@ class Connection:
                 sock.close()
             except OSError:
                 pass
+        self._outbox.clear()
         self._fail_all(cause)
         self.connected.set()
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from remoting.admin import heartbeat_body
 from remoting.client import RemotingClient
 from remoting.codes import ClientErrorCode, RequestCode, ResponseCode
-from remoting.command import RemotingCommand, make_request
+from remoting.command import RemotingCommand, make_request, next_opaque
 from remoting.errors import (
     MQBrokerException,
     MQClientException,
@@ -29,7 +29,7 @@ from remoting.errors import (
     RemotingTooMuchRequestException,
     suggest_todo,
 )
-from remoting.headers import SendMessageRequestHeaderV2, SendMessageResponseHeader
+from remoting.headers import SendMessageResponseHeader
 from remoting.message import (
     COMPRESSED_FLAG,
     PROPERTY_MSG_REGION,
@@ -266,13 +266,17 @@ class Producer:
             sys_flag |= COMPRESSED_FLAG | profile.compression_type_flag
         if props.get(PROPERTY_TRANSACTION_PREPARED, "").lower() == "true":
             sys_flag |= TRANSACTION_PREPARED_TYPE
-        header = SendMessageRequestHeaderV2(
-            a=self.group, b=message.topic, c=profile.create_topic_key, d=profile.default_topic_queue_nums,
-            e=mq.queue_id, f=sys_flag, g=int(time.time() * 1000), h=message.flag, i=properties_to_string(props),
-            j=0, k=False, m=False, n=mq.broker_name if profile.send_broker_name else None)
-        return make_request(RequestCode.SEND_MESSAGE_V2, header.to_fields(), body,
-                            version=profile.version, language=profile.language,
-                            serialize_type=profile.serialize_type)
+        # SendMessageRequestHeaderV2 fields: single letters, whose HashMap order is their alphabetical order
+        # (test_profile_wire_details_and_compression checks it against SendMessageRequestHeaderV2.to_fields())
+        fields = {"a": self.group, "b": message.topic, "c": profile.create_topic_key,
+                  "d": str(profile.default_topic_queue_nums), "e": str(mq.queue_id), "f": str(sys_flag),
+                  "g": str(int(time.time() * 1000)), "h": str(message.flag), "i": properties_to_string(props),
+                  "j": "0", "k": "false", "m": "false"}
+        if profile.send_broker_name:
+            fields["n"] = mq.broker_name
+        return RemotingCommand(code=RequestCode.SEND_MESSAGE_V2, language=profile.language, version=profile.version,
+                               opaque=next_opaque(), ext_fields=fields, body=body,
+                               serialize_type=profile.serialize_type)
 
     def _process_send_response(self, mq: MessageQueue, message: Message, response: RemotingCommand,
                                addr: str) -> SendResult:
