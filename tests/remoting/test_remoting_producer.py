@@ -270,3 +270,17 @@ def test_closed_producer_refuses(cluster):
     producer.close()
     with pytest.raises(MQClientException, match="SHUTDOWN_ALREADY"):
         producer.send(Message(TOPIC, b"m"))
+
+
+def test_profiles_refuse_unknown_names_and_settings():
+    from remoting.profiles import resolve_profile
+
+    with pytest.raises(ValueError, match="unknown client profile 'java-9'; allowed: java-4.9.1, java-4.9.3, java-5.3"):
+        resolve_profile("java-9")
+    with pytest.raises(ValueError, match="unknown client setting\\(s\\) retries; allowed: retry_times_when_send_failed"):
+        resolve_profile("java-4.9.1", retries=3)
+    with pytest.raises(ValueError, match="serialize_type 'XML'; allowed: JSON, ROCKETMQ"):
+        resolve_profile("java-4.9.1", serialize_type="XML")
+    p = resolve_profile("java-4.9.1", retry_times_when_send_failed=0, client_close_socket_if_timeout=False)
+    assert p.retry_times_when_send_failed == 0 and p.rules().close_socket_if_timeout is False
+    assert resolve_profile("java-5.3").retry_response_codes == frozenset({17, 14, 1, 16, 204, 205, 2})
