@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import psutil
 import pytest
 import yaml
 from malformed_scenarios import BASE, CASES, Case
@@ -12,11 +13,23 @@ from harness.cli import main
 from harness.scenarioload import load_scenarios
 
 
+def _system_snapshot() -> tuple[str, set[int], set[str]]:
+    cgroups = {str(p) for p in Path("/sys/fs/cgroup").glob("*/rmq-chaos/*/*")}
+    return Path("/proc/mounts").read_text(), {c.pid for c in psutil.Process().children(recursive=True)}, cgroups
+
+
+@pytest.mark.parametrize("command", ["validate", "run"])
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-def test_malformed_scenario_gives_one_line(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_malformed_scenario_gives_one_line_and_starts_nothing(
+        case: Case, command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    state = tmp_path / "state"
+    monkeypatch.setenv("RMQ_CHAOS_STATE", str(state))
     path = tmp_path / f"{case.id}.yaml"
     path.write_text(case.text(), encoding="utf-8")
-    code = main(["validate", str(path)])
+    before = _system_snapshot()
+    argv = [command, str(path)] + (["--out", str(tmp_path / "runs")] if command == "run" else [])
+    code = main(argv)
     err = capsys.readouterr().err
     assert code != 0
     lines = err.splitlines()
@@ -25,6 +38,27 @@ def test_malformed_scenario_gives_one_line(case: Case, tmp_path: Path, capsys: p
     assert lines[0].startswith(where), lines[0]
     assert case.key in lines[0], lines[0]
     assert case.says in lines[0], lines[0]
+    assert not state.exists(), "a journal or state dir was made"
+    assert not (tmp_path / "runs").exists(), "a run directory was made"
+    mounts, children, cgroups = _system_snapshot()
+    assert mounts == before[0]
+    assert children <= before[1]
+    assert cgroups <= before[2]
+
+
+def test_cli_exit_code_and_stderr_line(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    path = tmp_path / "bad.yaml"
+    path.write_text(CASES[0].text(), encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-m", "harness.cli", "run", str(path), "--out", str(tmp_path / "runs")],
+                          capture_output=True, text=True, env={"RMQ_CHAOS_STATE": str(tmp_path / "s"), "PATH": "/usr/bin:/bin"},
+                          check=False, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [f"{path}:2: nmae: unknown key 'nmae'; allowed: name, description, variant, "
+                                        "cluster, topic, load, warmup, phases, readback, expect"]
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "s").exists()
 
 
 def test_there_are_at_least_twenty_cases() -> None:
