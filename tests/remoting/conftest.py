@@ -61,11 +61,3 @@ def client_factory():
     for client in made:
         client.shutdown()
 
-
-def free_port() -> int:
-    """A 127.0.0.1 port with nothing listening (connections to it are refused)."""
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]

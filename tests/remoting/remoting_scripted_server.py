@@ -219,3 +219,10 @@ def broker_handler(script: Callable[[RemotingCommand, int], Reply | str | None] 
 
     handle.holder = holder  # type: ignore[attr-defined]
     return handle
+
+
+def free_port() -> int:
+    """A 127.0.0.1 port with nothing listening (connections to it are refused)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

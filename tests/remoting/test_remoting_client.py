@@ -7,8 +7,7 @@ import threading
 import time
 
 import pytest
-from conftest import free_port
-from remoting_scripted_server import CLOSE, SILENT, Reply
+from remoting_scripted_server import CLOSE, SILENT, Reply, free_port
 
 from remoting import codec
 from remoting.acl import AclCredentials

@@ -8,8 +8,7 @@ import time
 import zlib
 
 import pytest
-from conftest import free_port
-from remoting_scripted_server import SILENT, Reply, route_for, send_ok_reply
+from remoting_scripted_server import SILENT, Reply, free_port, route_for, send_ok_reply
 
 from remoting.codes import RequestCode
 from remoting.errors import (
