@@ -42,17 +42,14 @@ class BrokerController:
         self.topics = TopicConfigManager(config)
         self.ctx = BrokerContext(config, profile, self.store, self.topics, self.memory, self.broker_addr)
         self.ctx.register_request = threading.Event()
+        self.ctx.register_now = self.register_all
         self.server = RemotingServer(bind_address(), config.get_int("listenPort"), "NettyServerCodecThread",
                                      profile.wire_version)
         self.outbound = OutboundClient(profile.wire_version)
+        self._register_lock = threading.Lock()
         self.master_addr: str | None = None
         self._stopped = threading.Event()
         self.fast_failure: BrokerFastFailure | None = None
-
-    def _executor(self, name: str, threads_key: str, capacity_key: str) -> BoundedExecutor:
-        ex = BoundedExecutor(name, self.config.get_int(threads_key), self.config.get_int(capacity_key))
-        self.ctx.executors[name.split("MessageThread")[0].lower()] = ex
-        return ex
 
     def start(self) -> None:
         config = self.config
@@ -102,6 +99,10 @@ class BrokerController:
         return [a for a in (self.config.get("namesrvAddr") or "").split(";") if a]
 
     def register_all(self) -> None:
+        with self._register_lock:
+            self._register_all()
+
+    def _register_all(self) -> None:
         body = fastjson.dumps({"filterServerList": [], "topicConfigSerializeWrapper": self.topics.wrapper()}).encode()
         fields = {"brokerAddr": self.broker_addr, "brokerId": self.config.get_int("brokerId"),
                   "brokerName": self.config.get("brokerName"), "clusterName": self.config.get("brokerClusterName"),

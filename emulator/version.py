@@ -62,7 +62,7 @@ class VersionProfile:
         return None
 
     @property
-    def slave_append_through_mmap(self) -> bool:
+    def slave_append_through_mapping(self) -> bool:
         """4.9.3+ write replicated bytes through the mapping (PR #3657); 4.9.1 uses `FileChannel.write`."""
         return not self.is_4_9_1
 

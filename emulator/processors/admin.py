@@ -56,7 +56,7 @@ class AdminProcessor(Processor):
         conf = topic_config(topic, int(ext.get("readQueueNums", "8")), int(ext.get("writeQueueNums", "8")),
                             int(ext.get("perm", "6")), int(ext.get("topicSysFlag") or 0))
         self.ctx.topics.update(conf)
-        self.ctx.register_soon()
+        self.ctx.register_sync()
         channel.respond(request, ResponseCode.SUCCESS, NOT_SET)
 
     def _all_topics(self, channel: Channel, request: RemotingCommand) -> None:

@@ -24,11 +24,17 @@ class BrokerContext:
     executors: dict[str, BoundedExecutor] = field(default_factory=dict)
     consumer_groups: dict[str, set[str]] = field(default_factory=dict)
     register_request: object = None
+    register_now: object = None
 
     def register_soon(self) -> None:
         event = self.register_request
         if event is not None:
             event.set()  # type: ignore[attr-defined]
+
+    def register_sync(self) -> None:
+        """Register with the name servers before answering (`registerIncrementBrokerData` in createTopic)."""
+        if self.register_now is not None:
+            self.register_now()  # type: ignore[operator]
 
     def disk_ratio(self) -> float:
         try:

@@ -1,6 +1,7 @@
 """GET_BROKER_RUNTIME_INFO's table: the keys a real 4.9.1 broker returns (recorded `28_GET_BROKER_RUNTIME_INFO.json`)
 with live values, in Java HashMap order, plus HA keys 4.9.1 does not have (documented in docs/emulator.md):
-`haConnectionCount`, `haPush2SlaveMaxOffset`, `haSlaveFallbehindBytes` on a master, `haClientConnected`,
+`haConnectionCount`, `haPush2SlaveMaxOffset`, `haSlaveAckOffset` (-1 until the slave's first report),
+`haSlaveFallbehindBytes` on a master, `haClientConnected`,
 `haMasterAddress` on a slave."""
 from __future__ import annotations
 
@@ -109,6 +110,7 @@ def runtime_table(ctx: BrokerContext) -> dict[str, str]:
     else:
         t["haConnectionCount"] = str(ha.connection_count)
         t["haPush2SlaveMaxOffset"] = str(ha.push2slave_max_offset)
+        t["haSlaveAckOffset"] = str(ha.slave_ack_offset())
         t["haSlaveFallbehindBytes"] = str(max(commitlog.max_offset() - ha.push2slave_max_offset, 0)
                                           if ha.connection_count > 0 else -1)
     return java_ordered(t, RUNTIME_MAP_CAPACITY)

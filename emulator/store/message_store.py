@@ -123,8 +123,6 @@ class MessageStore:
             status = "MESSAGE_ILLEGAL" if result.status == "MESSAGE_SIZE_EXCEEDED" else result.status
             return Completion.completed((status, result))
         self.stats.on_put(result.wrote_bytes)
-        if self.pool is None and not self.config.sync_flush:
-            pass
         flush = self._submit_flush(result, wait_store_ok)
         replica = self._submit_replica(result, wait_store_ok)
         done = combine(flush, replica, lambda f, r: (_combined(f, r), result))

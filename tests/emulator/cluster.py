@@ -1,0 +1,212 @@
+"""The embedded cluster the emulator tests start: a name server, a master and a slave as separate processes on free
+127.0.0.1 ports, each broker's store on its own loop-mounted ext4 (`errors=remount-ro`, harness.resources.LoopStore),
+optionally in its own cgroups; everything is stopped, unmounted and removed by `close()`, also after a failure."""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from faults.journal import Journal
+from faults.target import NodeTarget
+from harness.resources.cgroups import NodeCgroups
+from harness.resources.loop_store import LoopStore
+from remoting.client import RemotingClient
+from tests.emulator import wire
+
+STORE_SIZE = 256 << 20
+READY_TIMEOUT_S = 30.0
+STOP_TIMEOUT_S = 10.0
+SMALL_HEAP = "-Xms32m -Xmx32m -Xmn16m"
+
+
+def free_port_pair() -> int:
+    """A port p such that p and p+1 are free on 127.0.0.1 (listen port and HA port)."""
+    for _ in range(200):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port > 60000:
+            continue
+        try:
+            with socket.socket() as a, socket.socket() as b:
+                a.bind(("127.0.0.1", port))
+                b.bind(("127.0.0.1", port + 1))
+            return port
+        except OSError:
+            continue
+    raise RuntimeError("no free port pair on 127.0.0.1")
+
+
+def poll(condition, timeout_s: float, what: str, interval_s: float = 0.05):
+    """Call `condition` until it returns something truthy; AssertionError naming `what` at the deadline."""
+    deadline = time.monotonic() + timeout_s
+    last = None
+    while time.monotonic() < deadline:
+        last = condition()
+        if last:
+            return last
+        time.sleep(interval_s)
+    raise AssertionError(f"timed out after {timeout_s}s waiting for {what} (last: {last!r})")
+
+
+@dataclass
+class Node:
+    name: str
+    role: str
+    port: int
+    log_dir: Path
+    conf: Path | None = None
+    store: LoopStore | None = None
+    cgroups: NodeCgroups | None = None
+    proc: subprocess.Popen | None = None
+
+    @property
+    def addr(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def log(self, name: str) -> str:
+        path = self.log_dir / name
+        return path.read_text(errors="replace") if path.exists() else ""
+
+
+@dataclass
+class EmuCluster:
+    workdir: Path
+    version: str = "4.9.1"
+    master_conf: dict[str, str] = field(default_factory=dict)
+    slave_conf: dict[str, str] = field(default_factory=dict)
+    cgroups: bool = False
+    nodes: dict[str, Node] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.run_id = f"emu-{os.getpid()}-{int(time.time() * 1000) % 10**8}"
+        self.journal = Journal(self.workdir / "state")
+        self.client: RemotingClient | None = None
+
+    # --- start ------------------------------------------------------------------------------------------------
+    def start(self, wait_slave: bool = True) -> EmuCluster:
+        namesrv = Node("namesrv", "namesrv", free_port_pair(), self.workdir / "logs" / "namesrv")
+        self.nodes["namesrv"] = namesrv
+        (self.workdir / "namesrv.conf").write_text(f"listenPort={namesrv.port}\n")
+        self._spawn(namesrv, ["-m", "emulator.namesrv", "-c", str(self.workdir / "namesrv.conf")])
+        self.client = RemotingClient(namesrv.addr)
+        for role, extra in (("master", self.master_conf), ("slave", self.slave_conf)):
+            node = self._broker_node(role, extra)
+            self._spawn(node, ["-m", "emulator.broker", "-c", str(node.conf)])
+            poll(lambda n=node: self._answers(n), READY_TIMEOUT_S, f"{role} to answer")
+        if wait_slave:
+            self.wait_slave_connected()
+        return self
+
+    def _broker_node(self, role: str, extra: dict[str, str]) -> Node:
+        node = Node(role, role, free_port_pair(), self.workdir / "logs" / role)
+        mount = self.workdir / f"{role}-store"
+        node.store = LoopStore.create(self.journal, str(self.workdir / f"{role}.img"), str(mount), STORE_SIZE,
+                                      run_id=self.run_id, node=role)
+        if self.cgroups:
+            node.cgroups = NodeCgroups.create(self.journal, self.run_id, role)
+        conf = {
+            "brokerClusterName": "DefaultCluster", "brokerName": "broker-a",
+            "brokerId": "0" if role == "master" else "1",
+            "brokerRole": "SYNC_MASTER" if role == "master" else "SLAVE",
+            "flushDiskType": "SYNC_FLUSH" if role == "master" else "ASYNC_FLUSH",
+            "listenPort": str(node.port), "namesrvAddr": self.nodes["namesrv"].addr,
+            "brokerIP1": "127.0.0.1", "brokerIP2": "127.0.0.1",
+            "storePathRootDir": f"{node.store.mount}/store",
+            "storePathCommitLog": f"{node.store.mount}/store/commitlog",
+            "mappedFileSizeCommitLog": str(1 << 20),
+            "slaveReadEnable": "true",
+        }
+        conf.update(extra)
+        node.conf = self.workdir / f"{role}.conf"
+        node.conf.write_text("".join(f"{k}={v}\n" for k, v in conf.items()))
+        self.nodes[role] = node
+        return node
+
+    def _spawn(self, node: Node, args: list[str]) -> None:
+        node.log_dir.mkdir(parents=True, exist_ok=True)
+        env = dict(os.environ, ROCKETMQ_LOG_DIR=str(node.log_dir), RMQ_EMULATOR_BIND="127.0.0.1",
+                   ROCKETMQ_VERSION=self.version, HEAP_OPTS=SMALL_HEAP, PYTHONUNBUFFERED="1")
+        dirs = node.cgroups.dirs if node.cgroups else []
+
+        def enter_cgroups() -> None:
+            for d in dirs:
+                with open(os.path.join(d, "cgroup.procs"), "w") as f:
+                    f.write(str(os.getpid()))
+
+        out = open(node.log_dir / "stdout.log", "wb")
+        node.proc = subprocess.Popen([sys.executable, *args], env=env, stdout=out, stderr=subprocess.STDOUT,
+                                     cwd=str(Path(__file__).resolve().parents[2]), preexec_fn=enter_cgroups)
+        out.close()
+
+    def _answers(self, node: Node) -> bool:
+        assert node.proc is not None
+        if node.proc.poll() is not None:
+            raise AssertionError(f"{node.name} exited {node.proc.returncode}: {node.log('stdout.log')[-2000:]}")
+        try:
+            wire.runtime_info(self.client, node.addr)  # type: ignore[arg-type]
+            return True
+        except Exception:
+            return False
+
+    def wait_slave_connected(self, timeout_s: float = READY_TIMEOUT_S) -> None:
+        poll(lambda: int(self.runtime("master").get("haSlaveAckOffset", "-1")) >= 0, timeout_s,
+             "the slave's HA connection and its first offset report")
+
+    # --- access -----------------------------------------------------------------------------------------------
+    @property
+    def master(self) -> Node:
+        return self.nodes["master"]
+
+    @property
+    def slave(self) -> Node:
+        return self.nodes["slave"]
+
+    def runtime(self, role: str) -> dict[str, str]:
+        return wire.runtime_info(self.client, self.nodes[role].addr)  # type: ignore[arg-type]
+
+    def target(self, role: str) -> NodeTarget:
+        node = self.nodes[role]
+        store = node.store
+        return NodeTarget(name=role, role=role, run_id=self.run_id,
+                          pids=lambda n=node: [n.proc.pid] if n.proc and n.proc.poll() is None else [],
+                          cgroups={d.split("/sys/fs/cgroup/")[1].split("/")[0]: d
+                                   for d in (node.cgroups.dirs if node.cgroups else [])},
+                          store_mount=store.mount if store else None, store_device=store.device if store else None,
+                          store_image=store.image if store else None, ports={"listen": node.port, "ha": node.port + 1})
+
+    # --- stop -------------------------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Stop our processes (by pid), thaw and unmount our stores, remove our cgroups. Never raises half-way."""
+        errors: list[str] = []
+        for node in self.nodes.values():
+            if node.store is not None:
+                subprocess.run(["fsfreeze", "-u", node.store.mount], capture_output=True)
+        for node in reversed(list(self.nodes.values())):
+            proc = node.proc
+            if proc is None or proc.poll() is not None:
+                continue
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(STOP_TIMEOUT_S)
+        if self.client is not None:
+            self.client.shutdown()
+        for node in self.nodes.values():
+            for resource in (node.cgroups, node.store):
+                if resource is None:
+                    continue
+                try:
+                    resource.destroy()
+                except Exception as e:  # keep cleaning the others
+                    errors.append(f"{node.name}: {e}")
+        if errors:
+            raise RuntimeError("; ".join(errors))

@@ -1,0 +1,48 @@
+"""A healthy 1 master + 1 slave (SYNC_MASTER, SYNC_FLUSH), each store on its own loop-mounted ext4: sends return
+SEND_OK, and every acknowledged message comes back from the master and from the slave with equal bytes."""
+from __future__ import annotations
+
+import concurrent.futures as cf
+
+import pytest
+
+from remoting.codes import ResponseCode
+from tests.emulator import wire
+from tests.emulator.cluster import poll
+
+pytestmark = pytest.mark.root
+TOPIC = "HealthyTopic"
+QUEUES = 4
+SENDS = 400
+
+
+def test_acknowledged_messages_are_on_master_and_slave(emu_cluster):
+    cluster = emu_cluster()
+    client = cluster.client
+    wire.create_topic(client, cluster.master.addr, TOPIC, QUEUES)
+    route = wire.route(client, TOPIC)
+    assert route and route["queueDatas"][0]["writeQueueNums"] == QUEUES
+    assert set(route["brokerDatas"][0]["brokerAddrs"].values()) == {cluster.master.addr, cluster.slave.addr}
+
+    bodies = {f"k{i}": (f"body-{i}-".encode() * 40)[: 100 + i] for i in range(SENDS)}
+    with cf.ThreadPoolExecutor(8) as pool:
+        replies = list(pool.map(lambda k: wire.send(client, cluster.master.addr, TOPIC, bodies[k], k,
+                                                    int(k[1:]) % QUEUES), bodies))
+    assert [r.code for r in replies] == [ResponseCode.SUCCESS] * SENDS
+
+    master_max = int(cluster.runtime("master")["commitLogMaxOffset"])
+    poll(lambda: int(cluster.runtime("slave")["commitLogMaxOffset"]) == master_max, 10, "the slave to catch up")
+    for addr in (cluster.master.addr, cluster.slave.addr):
+        got: dict[str, bytes] = {}
+        for queue in range(QUEUES):
+            for msg in poll(lambda q=queue, a=addr: _complete(client, a, q, replies), 10, f"queue {queue} on {addr}"):
+                got[msg.keys] = msg.body
+        assert got == bodies, addr
+    acked = {(r.queue_id, r.queue_offset) for r in replies}
+    assert len(acked) == SENDS
+
+
+def _complete(client, addr, queue, replies):
+    msgs = wire.pull_queue(client, addr, TOPIC, queue)
+    expected = sum(1 for r in replies if r.queue_id == queue)
+    return msgs if len(msgs) == expected else None
