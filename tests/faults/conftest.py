@@ -1,9 +1,14 @@
-"""Fixtures of the fault tests: a state dir with its journal, and nodes made of real OS resources (see
-`fault_nodes.py`) that are torn down by their own ids even when a test fails, followed by a cleanup and a leftover
-scan that must come back empty."""
+"""Fixtures of the fault tests: a base dir with a state dir and its journal, and nodes made of real OS resources (see
+`fault_nodes.py`). Every test's resources are torn down by their own ids even when it fails: nodes by their handles,
+then `cleanup(all_owners=True)` of the test's state dir, then a leftover scan that must come back empty.
+
+Base dirs live in /tmp/rmq-chaos-tests/<id>/, not in pytest's tmp dirs: pytest deletes old tmp dirs by walking them,
+and a walk into a store left frozen by a killed test session would hang. At session start, base dirs of dead
+sessions are cleaned up through their journals first."""
 from __future__ import annotations
 
 import os
+import shutil
 import uuid
 from pathlib import Path
 
@@ -13,6 +18,9 @@ from fault_nodes import Node, make_node, teardown_node
 from faults.cleanup import cleanup
 from faults.journal import Journal
 from faults.leftovers import scan_leftovers
+from faults.system import mounts
+
+TEST_ROOT = Path("/tmp/rmq-chaos-tests")
 
 
 def needs_root() -> None:
@@ -20,11 +28,46 @@ def needs_root() -> None:
         pytest.skip("needs root (loop mounts, cgroups)")
 
 
+def _mounts_under(path: Path) -> list[str]:
+    prefix = str(path.resolve()).rstrip("/") + "/"
+    return [m.target for m in mounts.mounts() if (m.target + "/").startswith(prefix)]
+
+
+def _remove_base(base: Path) -> None:
+    """Delete a base dir, never crossing into a mount (a store still mounted stays, and is reported)."""
+    if base.exists() and not _mounts_under(base):
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def reap_dead_test_runs():
+    """Clean up what killed test sessions left in /tmp/rmq-chaos-tests (their owners are dead)."""
+    if os.geteuid() == 0 and TEST_ROOT.is_dir():
+        for base in TEST_ROOT.iterdir():
+            state = base / "state"
+            if state.is_dir() and cleanup(state).ok and not Journal(state).open_entries():
+                _remove_base(base)
+    yield
+
+
 @pytest.fixture
-def state_dir(tmp_path: Path) -> Path:
-    d = tmp_path / "state"
-    d.mkdir()
+def base_dir() -> Path:
+    d = TEST_ROOT / uuid.uuid4().hex[:12]
+    d.mkdir(parents=True)
     return d
+
+
+@pytest.fixture
+def state_dir(base_dir: Path):
+    """The test's state dir; whatever its journal still holds at the end is cleaned up, and nothing may be left."""
+    d = base_dir / "state"
+    d.mkdir()
+    yield d
+    report = cleanup(d, all_owners=True)
+    left = scan_leftovers(d, [str(base_dir)])
+    _remove_base(base_dir)
+    assert report.ok, report.failed
+    assert not left, f"left behind: {left}"
 
 
 @pytest.fixture
@@ -38,31 +81,24 @@ def run_id() -> str:
 
 
 @pytest.fixture
-def nodes(request, journal: Journal, tmp_path: Path, state_dir: Path, run_id: str):
-    """`nodes("slave")` -> a Node; every node made is torn down, then the state dir must have no leftovers."""
+def nodes(request, journal: Journal, base_dir: Path, run_id: str):
+    """`nodes("slave")` -> a Node; every node made is torn down by its handles (then `state_dir` cleans up)."""
     needs_root()
     made: list[Node] = []
 
     def factory(name: str = "slave", **kw) -> Node:
-        node = make_node(journal, tmp_path, run_id, name, **kw)
+        node = make_node(journal, base_dir, run_id, name, **kw)
         made.append(node)
         return node
 
-    def finish() -> None:
-        errors = []
-        for node in reversed(made):
-            try:
-                teardown_node(node)
-            except Exception as e:  # noqa: BLE001 -- keep tearing down; cleanup below catches the rest
-                errors.append(f"{node.target.name}: {e}")
-        report = cleanup(state_dir, all_owners=True)
-        left = scan_leftovers(state_dir, [str(tmp_path)])
-        assert not left, f"left behind: {left}"
-        assert report.ok, report.failed
-        assert not errors, errors
-
-    request.addfinalizer(finish)
-    return factory
+    yield factory
+    errors = []
+    for node in reversed(made):
+        try:
+            teardown_node(node)
+        except Exception as e:  # noqa: BLE001 -- keep tearing down; the state_dir fixture's cleanup gets the rest
+            errors.append(f"{node.target.name}: {e}")
+    assert not errors, errors
 
 
 @pytest.fixture

@@ -102,10 +102,10 @@ class FakeSlave(threading.Thread):
 
 
 @pytest.fixture
-def link(nodes, journal, tmp_path, run_id):
+def link(nodes, journal, base_dir, run_id):
     master = FakeMaster()
     master.start()
-    relay = RelayProcess.start(journal, f"127.0.0.1:{master.port}", str(tmp_path / "relay.sock"), run_id=run_id)
+    relay = RelayProcess.start(journal, f"127.0.0.1:{master.port}", str(base_dir / "relay.sock"), run_id=run_id)
     node = nodes("slave", extras=relay.extras())
     slave = FakeSlave(relay.listen_port)
     slave.start()

@@ -50,7 +50,7 @@ def test_readonly_fs_applies_verifies_and_reverts(nodes, journal, events):
     assert fault.revert() == {"reverted": False, "reason": "already reverted"}
 
 
-def test_readonly_fs_refuses_a_mount_the_harness_did_not_make(nodes, journal, tmp_path):
+def test_readonly_fs_refuses_a_mount_the_harness_did_not_make(nodes, journal):
     node = nodes("slave")
     journal.done(node.store.entry_id, "forgotten")  # the store is no longer ours as far as the journal knows
     try:
