@@ -10,12 +10,11 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from remoting.admin import BrokerAdmin
 from remoting.client import RemotingClient
-from remoting.codes import RequestCode, ResponseCode
-from remoting.command import make_request
 from remoting.errors import RemotingError
-from remoting.headers import CreateTopicRequestHeader, GetRouteInfoRequestHeader
-from remoting.route import ClusterInfo, TopicRouteData
+from remoting.namesrv import NameServerClient
+from remoting.route import TopicRouteData
 
 ADMIN_TIMEOUT_MS = 3000
 QUICK_TIMEOUT_MS = 700
@@ -24,49 +23,39 @@ PROBE_GROUP = "rmq-chaos-ready"
 PROBE_TIMEOUT_MS = 3000
 POLL_S = 0.2
 READBACK_GROUP = "rmq-chaos-readback"
-READBACK_BATCH = 32
 
 _lock = threading.Lock()
-_client: RemotingClient | None = None
+_admin: BrokerAdmin | None = None
 
 
-class BrokerCallError(RuntimeError):
-    """A broker answered a harness call with an error code (one line: what, where, code, remark)."""
-
-
-def client() -> RemotingClient:
-    global _client
+def admin() -> BrokerAdmin:
+    """The shared admin (its `client` is shared by the name-server calls and the read-back pulls)."""
+    global _admin
     with _lock:
-        if _client is None:
-            _client = RemotingClient()
-        return _client
+        if _admin is None:
+            _admin = BrokerAdmin(timeout_ms=ADMIN_TIMEOUT_MS)
+        return _admin
 
 
 def shutdown() -> None:
     """Close every connection (the cluster is going down)."""
-    global _client
+    global _admin
     with _lock:
-        if _client is not None:
-            _client.shutdown()
-            _client = None
+        if _admin is not None:
+            _admin.client.shutdown()
+            _admin = None
 
 
-def _call(addr: str, code: int, ext: dict[str, Any] | None = None, timeout_ms: int = ADMIN_TIMEOUT_MS,
-          body: bytes = b"") -> Any:
-    response = client().invoke_sync(addr, make_request(code, ext or {}, body), timeout_ms)
-    if response.code != ResponseCode.SUCCESS:
-        raise BrokerCallError(f"{RequestCode(code).name} to {addr}: code {response.code} {response.remark or ''}")
-    return response
+def _namesrv(addr: str) -> NameServerClient:
+    return NameServerClient(RemotingClient(addr))
 
 
 def runtime_info(addr: str, timeout_ms: int = ADMIN_TIMEOUT_MS) -> dict[str, str] | None:
-    """GET_BROKER_RUNTIME_INFO as a dict (KVTable `table`); None when the broker does not answer."""
-    from remoting import fastjson
+    """GET_BROKER_RUNTIME_INFO as a dict; None when the broker does not answer."""
     try:
-        response = _call(addr, RequestCode.GET_BROKER_RUNTIME_INFO, timeout_ms=timeout_ms)
-    except (RemotingError, BrokerCallError, OSError):
+        return admin().get_runtime_info(addr, timeout_ms)
+    except (RemotingError, OSError):
         return None
-    return {str(k): str(v) for k, v in (fastjson.loads(response.body).get("table") or {}).items()}
 
 
 def runtime_info_quick(addr: str | None) -> dict[str, str] | None:
@@ -80,37 +69,33 @@ def runtime_info_quick(addr: str | None) -> dict[str, str] | None:
 
 
 def broker_config(addr: str) -> dict[str, str]:
-    """GET_BROKER_CONFIG: the broker's effective properties (`key=value` lines)."""
-    body = _call(addr, RequestCode.GET_BROKER_CONFIG).body.decode("utf-8")
-    out: dict[str, str] = {}
-    for line in body.splitlines():
-        key, sep, value = line.partition("=")
-        if sep:
-            out[key.strip()] = value.strip()
-    return out
+    """GET_BROKER_CONFIG: the broker's effective properties."""
+    return admin().get_broker_config(addr)
 
 
 def create_topic(addr: str, topic: str, queues: int) -> None:
     """UPDATE_AND_CREATE_TOPIC on one broker (master and slave alike, so the slave can serve the read-back)."""
-    header = CreateTopicRequestHeader(topic=topic, defaultTopic="TBW102", readQueueNums=queues,
-                                      writeQueueNums=queues, perm=PERM_READ_WRITE, topicFilterType="SINGLE_TAG",
-                                      topicSysFlag=0, order=False)
-    _call(addr, RequestCode.UPDATE_AND_CREATE_TOPIC, header.to_fields())
+    admin().create_topic(addr, topic, queues, queues, PERM_READ_WRITE)
 
 
 def route(namesrv: str, topic: str) -> TopicRouteData | None:
-    """GET_ROUTEINFO_BY_TOPIC; None while the name server has no route (code 17)."""
+    """GET_ROUTEINFO_BY_TOPIC; None while the name server has no route."""
+    ns = _namesrv(namesrv)
     try:
-        response = _call(namesrv, RequestCode.GET_ROUTEINFO_BY_TOPIC,
-                         GetRouteInfoRequestHeader(topic=topic).to_fields())
-    except BrokerCallError:
+        return ns.get_route(topic)
+    except RemotingError:
         return None
-    return TopicRouteData.from_json(response.body)
+    finally:
+        ns.client.shutdown()
 
 
 def registered(namesrv: str, broker_addr: str, broker_id: int | None) -> bool:
     """The name server lists `broker_addr` (under `broker_id` when given) in its cluster info."""
-    info = ClusterInfo.from_json(_call(namesrv, RequestCode.GET_BROKER_CLUSTER_INFO).body)
+    ns = _namesrv(namesrv)
+    try:
+        info = ns.get_cluster_info()
+    finally:
+        ns.client.shutdown()
     for data in info.broker_addr_table.values():
         for bid, addr in data.broker_addrs.items():
             if addr == broker_addr and (broker_id is None or bid == broker_id):
@@ -137,7 +122,7 @@ def wait_probe_send_ok(namesrv: str, topic: str, deadline: float) -> None:
     from remoting.producer import Producer
 
     producer = Producer(namesrv, PROBE_GROUP)
-    last = None
+    last: str | None = None
     try:
         while True:
             try:
@@ -151,12 +136,12 @@ def wait_probe_send_ok(namesrv: str, topic: str, deadline: float) -> None:
                 raise TimeoutError(f"the probe send to {topic} never got SEND_OK (last: {last})")
             time.sleep(POLL_S)
     finally:
-        producer.shutdown()
+        producer.close()
 
 
 def read_queue(addr: str, topic: str, queue_id: int) -> Iterator[Any]:
     """Every message of one queue of one broker, oldest first (the pull consumer pages through it)."""
     from remoting.consumer import PullConsumer
 
-    consumer = PullConsumer(READBACK_GROUP, client=client())
+    consumer = PullConsumer(READBACK_GROUP, client=admin().client)
     yield from consumer.iter_queue(addr, topic, queue_id)
