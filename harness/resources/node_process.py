@@ -56,11 +56,11 @@ class ProcessNode:
         self.pid_source.write(self.process.proc)
 
     def stop(self) -> None:
-        """SIGTERM, SIGKILL after `stop_timeout_s`; waits until it is gone."""
+        """SIGTERM, SIGKILL after `stop_timeout_s`; waits until it is gone. Also ends the process the pidfile names
+        when another process (e.g. `rmq-chaos fault revert`) restarted the node."""
         if self.process is not None:
             self.process.stop(self.stop_timeout_s)
             self.process = None
-            return
         from faults.system.procs import ProcId, terminate, with_descendants
 
         procs = with_descendants(self.pids())

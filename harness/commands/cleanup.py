@@ -1,0 +1,50 @@
+"""`rmq-chaos cleanup`: revert whatever dead runs left (faults in effect, node processes, stores, loop devices,
+cgroups, swap files, relays), from the journal in the state dir. Idempotent; runs at the start of every run too."""
+from __future__ import annotations
+
+import argparse
+
+NAME = "cleanup"
+HELP = "revert what dead runs left behind (faults, processes, mounts, cgroups, swap)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--state-dir", help="state dir (default: $RMQ_CHAOS_STATE or /var/lib/rmq-chaos)")
+    parser.add_argument("--all", action="store_true",
+                        help="also revert entries whose owner is still alive (a running harness or kept cluster)")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from faults.cleanup import cleanup
+    from faults.journal import default_state_dir
+
+    console = Console()
+    state = Path(args.state_dir) if args.state_dir else default_state_dir()
+    with console.status(f"cleaning up {state}"):
+        report = cleanup(state, all_owners=args.all)
+    if args.json:
+        console.print_json(json.dumps(report.to_dict(), default=str))
+        return 0 if report.ok else 1
+    if not report.reverted and not report.failed:
+        console.print(f"nothing to clean up in {state}" + (f" ({len(report.live)} entries of live owners left alone)"
+                                                          if report.live else ""))
+    else:
+        table = Table(title=f"cleanup of {state}")
+        for col in ("entry", "what", "run", "node", "result"):
+            table.add_column(col)
+        for item in report.reverted:
+            table.add_row(item["id"], item["kind"], item["run_id"], item["target"],
+                          "[green]" + "; ".join(str(r.get("result")) for r in item["undo"]) + "[/]")
+        for item in report.failed:
+            table.add_row(item["id"], item["kind"], item["run_id"], item["target"], f"[red]{item['error']}[/]")
+        console.print(table)
+    for cid in report.clusters_removed:
+        console.print(f"removed the state file of cluster {cid}")
+    return 0 if report.ok else 1
