@@ -14,6 +14,7 @@ from __future__ import annotations
 import gevent
 from gevent.fileobject import FileObjectPosix
 from locust.env import Environment
+from locust.stats import StatsError
 
 import argparse
 import logging
@@ -127,6 +128,7 @@ class Controller:
         self.state = "stopping"
         log.info("stopping the load: %s", reason)
         result = self.plugin.drain()
+        result["locust"] = locust_totals(self.env)
         if self.args.role == "master":
             self.env.runner.quit()
         self.state = "stopped"
@@ -134,6 +136,16 @@ class Controller:
                    "stats": self.plugin.stats(self.state)})
         logging.shutdown()
         os._exit(0)
+
+
+def locust_totals(env: Environment) -> dict[str, Any]:
+    """Locust's own statistics (on a master: as far as the workers reported them)."""
+    total = env.stats.total
+    errors: dict[str, int] = {}
+    for e in env.stats.errors.values():
+        name = StatsError.parse_error(e.error)
+        errors[name] = errors.get(name, 0) + e.occurrences
+    return {"requests": total.num_requests, "failures": total.num_failures, "errors": errors}
 
 
 def run_worker(args: argparse.Namespace) -> int:

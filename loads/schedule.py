@@ -35,7 +35,7 @@ class OpenSchedule:
         if not 0.0 <= offset < 1.0:
             raise ValueError(f"offset {offset} must be in [0, 1)")
         self._offset = offset
-        self._owed: deque[list[float]] = deque()  # earlier runs with slots still owed: [anchor, period, k, k_end]
+        self._owed: deque[list] = deque()  # earlier runs with slots still owed: [anchor, period, k, k_end]
         self.taken = 0
         """Slots taken so far."""
         self._start_run(rate_per_user, start_ns)
@@ -44,7 +44,7 @@ class OpenSchedule:
         if rate < 0:
             raise ValueError(f"rate {rate} must be >= 0")
         self._period = NS_PER_S / rate if rate > 0 else math.inf
-        self._anchor = at_ns + (self._offset * self._period if rate > 0 else 0.0)
+        self._anchor = at_ns + (round(self._offset * self._period) if rate > 0 else 0)  # int: exact at 1e18 ns
         self._k = 0
 
     @property
@@ -57,10 +57,10 @@ class OpenSchedule:
         nothing is owed."""
         if self._owed:
             anchor, period, k, _ = self._owed[0]
-            return int(anchor + k * period)
+            return anchor + round(k * period)
         if self._period == math.inf:
             return None
-        return int(self._anchor + self._k * self._period)
+        return self._anchor + round(self._k * self._period)
 
     def advance(self) -> int:
         """Take the next slot; returns its intended start."""

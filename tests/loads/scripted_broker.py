@@ -189,11 +189,14 @@ class _Protocol(asyncio.Protocol):
         if out:
             self.transport.write(b"".join(out))
         if held:
-            loop = asyncio.get_running_loop()
-            loop.call_later((release_ns - time.time_ns()) / NS_PER_S, self._release, b"".join(held))
+            self._release(b"".join(held), release_ns)
 
-    def _release(self, frames: bytes) -> None:
-        if self.transport is not None and not self.transport.is_closing():
+    def _release(self, frames: bytes, release_ns: int) -> None:
+        """Write `frames` once the wall clock has passed `release_ns` (never a moment early)."""
+        left = release_ns - time.time_ns()
+        if left >= 0:
+            asyncio.get_running_loop().call_later(left / NS_PER_S + 0.0005, self._release, frames, release_ns)
+        elif self.transport is not None and not self.transport.is_closing():
             self.transport.write(frames)
 
 
