@@ -6,6 +6,8 @@ monkey-patching) against a server in another process that acks every SEND_MESSAG
 
 The server (this script with --serve) is pinned to the last CPU and the client to the first, so the client's figure
 is what one core does. Prints sends/s (wall) and sends per CPU-second of the client process."""
+from __future__ import annotations
+
 import sys
 
 if "--gevent-client" in sys.argv:  # patch before anything else is imported, as Locust does

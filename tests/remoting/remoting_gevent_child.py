@@ -1,5 +1,7 @@
 """Run by test_remoting_gevent in a fresh interpreter: patch like Locust does, then use the Producer from many
 greenlets against the scripted servers named on the command line; print what happened as JSON."""
+from __future__ import annotations
+
 from gevent import monkey
 
 monkey.patch_all()

@@ -117,7 +117,7 @@ def test_last_attempt_timing_out_is_access_broker_timeout(cluster):
     namesrv, _ = cluster({"broker-a": lambda cmd, n: Reply(1, "busy") if n < 2 else SILENT})
     producer = cluster.producer(namesrv)
     with pytest.raises(MQClientException) as err:
-        producer.send(Message(TOPIC, b"m"), 400)
+        producer.send(Message(TOPIC, b"m"), 1500)
     assert err.value.response_code == 10002
     assert [a.error for a in err.value.attempts] == ["MQBrokerException", "MQBrokerException",
                                                      "RemotingTimeoutException"]
