@@ -75,6 +75,27 @@ class Node:
         return path.read_text(errors="replace") if path.exists() else ""
 
 
+class EmuNodeControl:
+    """`faults.target.NodeControl` for one emulator node: stop (SIGTERM), start again with the same arguments,
+    readiness (answers runtime info), caught up (slave commitlog max offset equals the master's)."""
+
+    def __init__(self, cluster: EmuCluster, role: str) -> None:
+        self.cluster, self.role = cluster, role
+
+    def stop(self) -> None:
+        self.cluster.stop_node(self.role)
+
+    def start(self) -> None:
+        node = self.cluster.nodes[self.role]
+        self.cluster._spawn(node, ["-m", "emulator.broker", "-c", str(node.conf)])
+
+    def wait_ready(self, timeout_s: float) -> None:
+        poll(lambda: self.cluster._answers(self.cluster.nodes[self.role]), timeout_s, f"{self.role} to answer")
+
+    def wait_caught_up(self, timeout_s: float) -> None:
+        poll(lambda: self.cluster.caught_up(), timeout_s, "the slave to catch up with the master")
+
+
 @dataclass
 class EmuCluster:
     workdir: Path
@@ -179,7 +200,26 @@ class EmuCluster:
                           cgroups={d.split("/sys/fs/cgroup/")[1].split("/")[0]: d
                                    for d in (node.cgroups.dirs if node.cgroups else [])},
                           store_mount=store.mount if store else None, store_device=store.device if store else None,
-                          store_image=store.image if store else None, ports={"listen": node.port, "ha": node.port + 1})
+                          store_image=store.image if store else None, ports={"listen": node.port, "ha": node.port + 1},
+                          control=EmuNodeControl(self, role))
+
+    def caught_up(self) -> bool:
+        try:
+            master = int(self.runtime("master")["commitLogMaxOffset"])
+            return master == int(self.runtime("slave")["commitLogMaxOffset"])
+        except Exception:
+            return False
+
+    def stop_node(self, role: str) -> None:
+        proc = self.nodes[role].proc
+        if proc is None or proc.poll() is not None:
+            return
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(STOP_TIMEOUT_S)
 
     # --- stop -------------------------------------------------------------------------------------------------
     def close(self) -> None:
@@ -188,16 +228,8 @@ class EmuCluster:
         for node in self.nodes.values():
             if node.store is not None:
                 subprocess.run(["fsfreeze", "-u", node.store.mount], capture_output=True)
-        for node in reversed(list(self.nodes.values())):
-            proc = node.proc
-            if proc is None or proc.poll() is not None:
-                continue
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(STOP_TIMEOUT_S)
+        for role in reversed(list(self.nodes)):
+            self.stop_node(role)
         if self.client is not None:
             self.client.shutdown()
         for node in self.nodes.values():
