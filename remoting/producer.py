@@ -178,8 +178,6 @@ class Producer:
         times = 0
         while times < times_total:
             last_broker = mq.broker_name if mq is not None else None
-            if times > 0 and profile.index_style == "5":
-                info.send_which_queue.reset()
             mq = info.select_one_message_queue(last_broker)
             brokers_sent[times] = mq.broker_name
             begin_prev = _now_ms()
