@@ -34,7 +34,8 @@ def read_stat(pid: int) -> tuple[str, int, int] | None:
 
 
 def is_dying(pid: int) -> bool:
-    """True when a SIGKILL is pending (e.g. a process blocked in D state on a frozen filesystem)."""
+    """True when a SIGKILL is pending: the process is on its way out (the kernel also marks SIGKILL pending when
+    any fatal signal is delivered), though one blocked in D state, e.g. on a frozen filesystem, may take long."""
     try:
         with open(f"/proc/{pid}/status", encoding="ascii") as f:
             for line in f:
@@ -138,11 +139,12 @@ def tagged(tags: set[str] | str) -> list[ProcId]:
     return found
 
 
-def wait_gone(procs: list[ProcId], timeout_s: float) -> list[ProcId]:
-    """Poll until every process is gone (zombies and SIGKILL-pending count as gone); return those still there."""
+def wait_gone(procs: list[ProcId], timeout_s: float, *, dying_is_gone: bool = True) -> list[ProcId]:
+    """Poll until every process is gone (zombies count as gone; with `dying_is_gone`, so do processes with a fatal
+    signal pending, such as one blocked in D state on a frozen filesystem); return those still there."""
     deadline = time.monotonic() + timeout_s
     while True:
-        left = [p for p in procs if p.alive()]
+        left = [p for p in procs if (p.alive() if dying_is_gone else p.exists())]
         if not left or time.monotonic() >= deadline:
             return left
         time.sleep(POLL_S)
@@ -154,12 +156,11 @@ def terminate(procs: list[ProcId], timeout_s: float = 5.0) -> list[ProcId]:
     for p in procs:
         p.signal(signal.SIGTERM)
         p.signal(signal.SIGCONT)
-    left = wait_gone(procs, timeout_s)
+    left = wait_gone(procs, timeout_s, dying_is_gone=False)
     for p in left:
         p.signal(signal.SIGKILL)
         p.signal(signal.SIGCONT)
-    wait_gone(left, 2.0)
-    return [p for p in procs if p.exists()]
+    return wait_gone(left, 2.0, dying_is_gone=False)
 
 
 def swap_bytes(pid: int) -> dict[str, int]:

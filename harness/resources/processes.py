@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from dataclasses import dataclass, field
 
 from faults.journal import Journal
@@ -14,6 +15,7 @@ from faults.undo import run_ops
 
 KIND = "resource:process"
 STOP_TIMEOUT_S = 10.0
+JOIN_TIMEOUT_S = 10.0
 
 
 @dataclass
@@ -74,6 +76,17 @@ def spawn(journal: Journal, argv: list[str], *, name: str = "", cgroups: list[st
         if log:
             log.close()
     proc = ProcId.of(popen.pid) or ProcId(popen.pid, 0)
+    if cgroups:
+        _wait_joined(popen, list(cgroups))
     undo[0] = {**undo[0], "procs": [proc.to_json()]}
     journal.update(tag, undo=undo)
     return ManagedProcess(name or os.path.basename(argv[0]), list(argv), proc, tag, popen, journal)
+
+
+def _wait_joined(popen: subprocess.Popen, dirs: list[str]) -> None:
+    """Return once the child is in every cgroup (the trampoline moved it) or has exited."""
+    deadline = time.monotonic() + JOIN_TIMEOUT_S
+    while popen.poll() is None and time.monotonic() < deadline:
+        if all(popen.pid in cgroupfs.members(d) for d in dirs):
+            return
+        time.sleep(0.001)
