@@ -91,12 +91,13 @@ def main() -> int:
     applied = []
     for name, kind, params in specs:
         fault = FAULTS[kind](nodes[name].target, params, journal=journal)
+        t0 = time.monotonic()
         fault.apply()
         applied.append(fault)
         if args.crash_at == "after_apply":
             die()
-    for fault in applied:
         fault.verify()
+        print(f"TIMING {kind} {time.monotonic() - t0:.4f}", flush=True)
         if args.crash_at == "after_verify":
             die()
     print("APPLIED", flush=True)
