@@ -192,3 +192,19 @@ def test_client_shutdown_fails_waiting_requests(server_factory):
     client.shutdown()
     thread.join(10)
     assert isinstance(box.get("error"), RemotingSendRequestException)
+
+
+def test_a_peer_that_stops_reading_fails_the_write_instead_of_hanging(client_factory):
+    import socket
+
+    from remoting.connection import WRITE_STALL_TIMEOUT_S
+
+    with socket.socket() as listener:  # accepts, never reads: the kernel buffers fill up
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        addr = f"127.0.0.1:{listener.getsockname()[1]}"
+        client = client_factory()
+        assert WRITE_STALL_TIMEOUT_S < 60
+        # a send failure (the stalled write), not a RemotingTimeoutException at the end of the 60 s budget
+        with pytest.raises(RemotingSendRequestException):
+            client.invoke_sync(addr, make_request(RequestCode.SEND_MESSAGE_V2, body=b"x" * (12 << 20)), 60000)
