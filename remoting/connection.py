@@ -71,6 +71,7 @@ class Connection:
         self._pending: dict[int, ResponseFuture] = {}
         self._write_lock = threading.Lock()
         self._outbox: deque[bytes] = deque()
+        self._reader_done = False
         self._close_lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -159,13 +160,11 @@ class Connection:
             sock = self.sock
         if first and sock is not None:
             try:
-                sock.shutdown(socket.SHUT_RDWR)
+                sock.shutdown(socket.SHUT_RDWR)  # wakes the reader and any blocked writer; the fd stays valid
             except OSError:
                 pass
-            try:
-                sock.close()
-            except OSError:
-                pass
+            if self._reader_done:
+                sock.close()  # else the reader closes it on its way out, so no thread can write to a reused fd
         self._outbox.clear()
         self._fail_all(cause)
         self.connected.set()
@@ -177,9 +176,17 @@ class Connection:
                 future.complete(None, send_ok=False, cause=cause)
 
     def _read_loop(self) -> None:
-        reader = codec.FrameReader()
         sock = self.sock
         assert sock is not None
+        try:
+            self._read_frames(sock)
+        finally:
+            self._reader_done = True
+            if self.closed or not self.active:
+                sock.close()
+
+    def _read_frames(self, sock: socket.socket) -> None:
+        reader = codec.FrameReader()
         while not self.closed:
             try:
                 data = sock.recv(RECV_BYTES)
@@ -210,11 +217,6 @@ class Connection:
             return
         with self._close_lock:
             self.active = False  # channel inactive: no longer handed out; requests in flight wait out their time
-        try:
-            if self.sock is not None:
-                self.sock.close()
-        except OSError:
-            pass
 
     def _answer_unsupported(self, request: RemotingCommand) -> None:
         """A request from the server this client has no processor for (NettyRemotingAbstract.processRequestCommand)."""
