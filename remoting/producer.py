@@ -148,8 +148,8 @@ class Producer:
     def send(self, message: Message, timeout_ms: float | None = None) -> SendResult:
         """Send synchronously; see the module docstring for what is returned and raised."""
         if self._closed:
-            raise MQClientException.wrapping("The producer service state not OK, SHUTDOWN_ALREADY"
-                                             + suggest_todo(), None)
+            raise MQClientException.wrapping(f"The producer service state not OK, SHUTDOWN_ALREADY{suggest_todo()}",
+                                             None)
         profile = self.profile
         timeout = profile.send_msg_timeout_ms if timeout_ms is None else timeout_ms
         check_message(message, profile.max_message_size)
