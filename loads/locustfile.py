@@ -30,6 +30,7 @@ DEFAULT_RUNS_DIR = "runs"
 
 for _cls in user_classes(SPEC):
     globals()[_cls.__name__] = _cls
+del _cls  # Locust collects every user class in the module's namespace: the loop variable must not be one
 __all__ = ["RocketMQUser", *(c.name for c in SPEC.clients)]
 
 
