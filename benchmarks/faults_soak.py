@@ -5,7 +5,7 @@ frozen stores, throttles, stopped processes, hogs, swap, cgroups, processes). Go
 Also prints, per fault kind, the time from `apply` to the verified effect (goals: <= 1 s for readonly_fs, freeze,
 disk_freeze and disk_throttle; <= 5 s for memory_pressure).
 
-    sudo .venv/bin/python benchmarks/faults_soak.py [--rounds 50] [--seed 1] [--max-delay 3.0]
+    sudo .venv/bin/python benchmarks/faults_soak.py [--rounds 50] [--seed 1] [--timing-repeats 5]
 """
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -46,6 +47,10 @@ GOALS_S = {"readonly_fs": 1.0, "freeze": 1.0, "disk_freeze": 1.0, "disk_throttle
 THROTTLE = json.dumps({"write_bps": 8 << 20})
 MEMORY = json.dumps({"limit_fraction": 0.5})
 HOG = json.dumps({"limit_fraction": 0.7, "hog_bytes": "32MiB"})
+WINDOWS = ("building", "applying", "applying", "applied")
+"""Where the kill lands: from the start (nodes being built), after the nodes are up (faults being applied and
+verified: the window that matters most, so drawn twice as often), or after all faults are verified."""
+WINDOW_S = {"applying": 0.3, "applied": 1.0}
 FAULT_SETS = [
     ["slave:readonly_fs"],
     ["slave:disk_freeze"],
@@ -66,16 +71,32 @@ def one_round(rng: random.Random, max_delay: float) -> dict:
     state = base / "state"
     state.mkdir(parents=True)
     faults = rng.choice(FAULT_SETS)
-    delay = rng.uniform(0.0, max_delay)
+    window = rng.choice(WINDOWS)
+    delay = rng.uniform(0.0, WINDOW_S[window] if window != "building" else max_delay)
     argv = [sys.executable, str(HARNESS), "--state", str(state), "--base", str(base), "--run-id",
             f"soak-{uuid.uuid4().hex[:6]}", "--crash-at", "external"]
     for f in faults:
         argv += ["--fault", f]
     swaps_before = swapfiles.active_swaps()
     child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(delay)  # the random moment of the crash
+    lines: list[str] = []
+    seen = {"NODES": threading.Event(), "APPLIED": threading.Event()}
+
+    def read() -> None:
+        for line in child.stdout:
+            lines.append(line)
+            if line.strip() in seen:
+                seen[line.strip()].set()
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    if window != "building":  # wait for the start of the window, then a random moment inside it
+        seen["NODES" if window == "applying" else "APPLIED"].wait(60)
+    time.sleep(delay)
     os.kill(child.pid, signal.SIGKILL)
-    out, err = child.communicate(timeout=60)
+    child.wait(60)
+    reader.join(5)
+    err = child.stderr.read()
+    out = "".join(lines)
     stage = "built" if "NODES" in out else "building"
     stage = "applied" if "APPLIED" in out else stage
     timings = [(line.split()[1], float(line.split()[2])) for line in out.splitlines() if line.startswith("TIMING")]
@@ -93,7 +114,7 @@ def one_round(rng: random.Random, max_delay: float) -> dict:
     errors = [f["error"] for f in report.failed]
     if not scan_leftovers(state, [str(base)]):
         shutil.rmtree(base, ignore_errors=True)
-    return {"faults": faults, "delay_s": delay, "stage": stage, "timings": timings, "left": left,
+    return {"faults": faults, "window": window, "delay_s": delay, "stage": stage, "timings": timings, "left": left,
             "cleanup_errors": errors, "cleanup_s": cleanup_s, "entries": len(report.reverted),
             "harness_error": err.strip().splitlines()[-1] if err.strip() and "Traceback" in err else None}
 
@@ -143,7 +164,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=50)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--max-delay", type=float, default=3.0, help="kill within this many seconds of start")
+    parser.add_argument("--max-delay", type=float, default=1.5, help="in the building window, kill within this "
+                                                                     "many seconds of start")
     parser.add_argument("--timing-repeats", type=int, default=5, help="apply/verify/revert per fault for timings")
     args = parser.parse_args()
     if os.geteuid() != 0:
