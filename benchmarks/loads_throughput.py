@@ -1,0 +1,85 @@
+"""Sends/s per load-generator core: closed-model users (no think time) send as fast as a scripted broker that acks
+at once allows; the figure is completed sends divided by the CPU seconds the load's processes used (user + system,
+measured with psutil over a steady window after a warm-up). Goal: >= 20k sends/s per core.
+
+    .venv/bin/python benchmarks/loads_throughput.py [--users 64] [--seconds 10] [--workers 0]
+
+The broker runs in its own process (`tests/loads/scripted_broker.py --no-record`) so it does not share the
+generator's core accounting.
+"""
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+from rich.console import Console
+from rich.table import Table
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from loads.process import LoadProcess  # noqa: E402
+from loads.spec import LoadSpec  # noqa: E402
+
+WARMUP_S = 2.0
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    total = 0.0
+    for pid in pids:
+        t = psutil.Process(pid).cpu_times()
+        total += t.user + t.system
+    return total
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--users", type=int, default=64)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--workers", type=int, default=0, help="0: one process runs the users")
+    parser.add_argument("--message-size", type=int, default=128)
+    args = parser.parse_args()
+    console = Console()
+    broker = subprocess.Popen([sys.executable, str(REPO / "tests/loads/scripted_broker.py"), "--no-record"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        addr = broker.stdout.readline().split()[1]
+        spec = LoadSpec.model_validate({"topic": "BenchTopic", "namesrv": addr, "model": "closed", "users": args.users,
+                                        "clients": [{"name": "flood", "message_size": args.message_size}]})
+        with tempfile.TemporaryDirectory(prefix="loads-bench-") as tmp:
+            load = LoadProcess(spec, Path(tmp) / "run", "bench", workers=args.workers, progress=True)
+            load.start()
+            try:
+                time.sleep(WARMUP_S)
+                pids = load.pids if not args.workers else load.pids[1:]  # a master runs no users
+                c0, b0, s0, t0 = cpu_seconds(pids), cpu_seconds([broker.pid]), load.stats(), time.monotonic()
+                time.sleep(args.seconds)
+                c1, b1, s1, t1 = cpu_seconds(pids), cpu_seconds([broker.pid]), load.stats(), time.monotonic()
+                master_cpu = cpu_seconds(load.pids[:1]) if args.workers else 0.0
+            finally:
+                result = load.stop()
+    finally:
+        broker.terminate()
+        broker.wait(10)
+    sends = s1["completed"] - s0["completed"]
+    cpu = c1 - c0
+    table = Table(title=f"load generator throughput ({args.users} closed users, {args.workers} workers, "
+                        f"{args.message_size} B bodies)")
+    for col in ("sends", "wall s", "sends/s", "generator CPU s", "sends per core-second", "broker CPU s"):
+        table.add_column(col, justify="right")
+    table.add_row(f"{sends:,}", f"{t1 - t0:.1f}", f"{sends / (t1 - t0):,.0f}", f"{cpu:.2f}", f"{sends / cpu:,.0f}",
+                  f"{b1 - b0:.2f}")
+    console.print(table)
+    if args.workers:
+        console.print(f"master process CPU over the whole run: {master_cpu:.2f} s (not counted above)")
+    console.print(f"outcomes: {result['stats']['outcomes']}; rows written {result['result']['rows']:,}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
