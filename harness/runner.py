@@ -180,8 +180,9 @@ class Runner:
     def _stop_load(self, rd: RunDir, stage: _Stage) -> None:
         if stage.load is not None and not stage.load_stopped:
             stage.load_stopped = True
-            stage.load.stop()
-            rd.event("load_stop", model=self.scenario.load.model, rate=self.scenario.load.rate)
+            totals = stage.load.stop()
+            rd.event("load_stop", model=self.scenario.load.model, rate=self.scenario.load.rate,
+                     totals={k: v for k, v in (totals or {}).items() if k != "stats"})
 
     def _read_back(self, rd: RunDir, backend: Any, progress: RunProgress) -> None:
         progress.step("read-back: pulling every queue from master and slave")

@@ -1,0 +1,124 @@
+"""Helpers of the harness's end-to-end tests: running `rmq-chaos` as a child process with its own state dir, reading
+a run directory back, and proving that nothing a run made is left on the machine."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from faults.journal import Journal
+from faults.system.procs import TAG_ENV
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def cli_env(state: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != TAG_ENV}
+    env["RMQ_CHAOS_STATE"] = str(state)
+    env["PYTHONPATH"] = str(REPO)
+    return env
+
+
+def rmq_chaos(args: list[str], state: Path, **kw: Any) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "harness.cli", *args], cwd=REPO, env=cli_env(state), **kw)
+
+
+def run_dir_of(out: Path) -> Path:
+    dirs = [d for d in out.iterdir() if d.is_dir()]
+    assert len(dirs) == 1, dirs
+    return dirs[0]
+
+
+def events(run_dir: Path) -> list[dict]:
+    out = []
+    for line in (run_dir / "events.jsonl").read_text().splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            pass
+    return out
+
+
+def wait_for_event(run_dir_parent: Path, pred: Any, deadline_s: float, proc: subprocess.Popen) -> dict:
+    """Poll the run's events.jsonl until an event satisfies `pred` (the run must still be going)."""
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, f"rmq-chaos exited early with {proc.returncode}"
+        dirs = [d for d in run_dir_parent.iterdir() if d.is_dir()] if run_dir_parent.exists() else []
+        if dirs and (dirs[0] / "events.jsonl").exists():
+            for e in events(dirs[0]):
+                if pred(e):
+                    return e
+        time.sleep(0.1)
+    raise AssertionError(f"no such event within {deadline_s}s")
+
+
+def rows(directory: Path) -> list[dict]:
+    parts = sorted(directory.glob("part-*.parquet"))
+    return [r for p in parts for r in pq.read_table(p).to_pylist()]
+
+
+def tagged_processes(tags: set[str]) -> list[int]:
+    """Pids whose environment carries one of our journal tags (processes the run spawned, and their children)."""
+    found = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            env = (d / "environ").read_bytes()
+        except OSError:
+            continue
+        for item in env.split(b"\0"):
+            if item.startswith(TAG_ENV.encode() + b"=") and item.split(b"=", 1)[1].decode() in tags:
+                found.append(int(d.name))
+    return found
+
+
+def processes_mentioning(text: str) -> list[int]:
+    """Pids whose command line contains `text` (e.g. the load's children, which name the run directory)."""
+    found = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit() and int(d.name) != os.getpid():
+            try:
+                if text.encode() in (d / "cmdline").read_bytes():
+                    found.append(int(d.name))
+            except OSError:
+                continue
+    return found
+
+
+def leftovers(state: Path, run_id: str) -> dict[str, list]:
+    """Everything of `run_id` still on the machine: open journal entries, processes with our tags, mounts and loop
+    devices under the state dir, cgroup dirs of the run, cluster state files."""
+    journal = Journal(state)
+    entries = journal.entries() if (state / "journal.jsonl").exists() else []
+    tags = {e.id for e in entries}
+    mounts = [line for line in Path("/proc/mounts").read_text().splitlines() if str(state) in line]
+    loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True, check=False).stdout.splitlines()
+    cgroups = [str(p) for p in Path("/sys/fs/cgroup").glob(f"*/rmq-chaos/{run_id}")]
+    return {
+        "open_entries": [f"{e.kind} {e.id}" for e in entries if e.open],
+        "processes": tagged_processes(tags) + processes_mentioning(run_id),
+        "mounts": mounts,
+        "loop_devices": [line for line in loops if str(state) in line],
+        "cgroups": cgroups,
+        "cluster_states": [p.name for p in (state / "clusters").glob("*.json")] if (state / "clusters").exists()
+        else [],
+    }
+
+
+def assert_nothing_left(state: Path, run_id: str, deadline_s: float = 30.0) -> None:
+    deadline = time.monotonic() + deadline_s
+    while True:
+        left = leftovers(state, run_id)
+        if not any(left.values()):
+            return
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"left behind: {left}")
+        time.sleep(0.2)

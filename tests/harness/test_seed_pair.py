@@ -1,0 +1,88 @@
+"""End to end on the embedded cluster, from the ready scenario files: the seed pair of the read-only slave incident
+(4.9.1 profile), default vs lowered haSlaveFallbehindMax. The run directories must show what the real broker did
+(shared/fixtures/README.md), every request must be recorded, and nothing may stay mounted, running or faulted."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from runsupport import REPO, assert_nothing_left, events, rmq_chaos, rows, run_dir_of
+
+pytestmark = [pytest.mark.root, pytest.mark.spark]
+RUN_TIMEOUT_S = 420
+
+
+def _run(scenario: str, tmp_path: Path) -> tuple[int, Path, Path]:
+    state, out = tmp_path / "state", tmp_path / "runs"
+    proc = rmq_chaos(["run", str(REPO / "scenarios" / scenario), "--out", str(out)], state)
+    try:
+        code = proc.wait(RUN_TIMEOUT_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+            rmq_chaos(["cleanup"], state).wait(120)
+    return code, run_dir_of(out), state
+
+
+def _common(run_dir: Path, state: Path) -> tuple[list[dict], dict[str, int], list[dict]]:
+    ev = events(run_dir)
+    names = [e["event"] for e in ev]
+    for name in ("run_start", "cluster_up", "cluster_ready", "load_start", "phase_start", "phase_end", "load_stop",
+                 "readback_start", "readback_end", "cluster_down", "run_end"):
+        assert name in names, name
+    assert ev[-1]["event"] == "run_end" and ev[-1]["status"] == "completed", ev[-1]
+    fault = [e for e in ev if e["event"] == "fault" and e["fault_id"] == "ro"]
+    assert [(e["action"], e["status"]) for e in fault if e["action"] != "step"] == [
+        ("apply", "started"), ("apply", "ok"), ("verify", "started"), ("verify", "ok"), ("revert", "started"),
+        ("revert", "ok")]
+    assert fault[3]["evidence"]["write_errno"] == "EROFS"
+    requests = rows(run_dir / "requests")
+    totals = next(e for e in ev if e["event"] == "load_stop")["totals"]["result"]
+    assert len(requests) == totals["fired"] == totals["rows"], "every request fired is recorded"
+    assert len({r["key"] for r in requests}) == len(requests)
+    readback = rows(run_dir / "readback")
+    assert {r["node"] for r in readback} == {"master", "slave"}
+    phase_start = {e["phase"]: e["wall_ns"] for e in ev if e["event"] == "phase_start"}
+    assert (run_dir / "report" / "verdict.json").exists()
+    assert (run_dir / "cluster.json").exists() and (run_dir / "metrics").glob("part-*.parquet")
+    assert_nothing_left(state, run_dir.name)
+    return requests, phase_start, readback
+
+
+def _acked_after_fault_not_on_slave(requests: list[dict], readback: list[dict], fault_ns: int) -> int:
+    on_slave = {r["key"] for r in readback if r["node"] == "slave"}
+    on_master = {r["key"] for r in readback if r["node"] == "master"}
+    acked = [r for r in requests if r["start_ns"] > fault_ns and r["outcome"] in (
+        "SEND_OK", "FLUSH_SLAVE_TIMEOUT", "SLAVE_NOT_AVAILABLE", "FLUSH_DISK_TIMEOUT")]
+    assert all(r["key"] in on_master for r in acked), "an acknowledged message is missing on the master"
+    return sum(1 for r in acked if r["key"] not in on_slave)
+
+
+def test_slave_readonly_default(tmp_path: Path) -> None:
+    code, run_dir, state = _run("slave-readonly-default.yaml", tmp_path)
+    requests, phase_start, readback = _common(run_dir, state)
+    assert code == 0, "every expectation of the scenario held (report/verdict.json)"
+    ro = phase_start["readonly"]
+    during = [r for r in requests if r["phase"] == "readonly"]
+    # SEND_OK continued after the fault (the slave ignored EROFS), until the replication cliff
+    assert any(r["outcome"] == "SEND_OK" and r["start_ns"] > ro for r in during)
+    # then timeouts; the probe's 30 s send ends in "sendDefaultImpl call timeout"
+    probe = [r for r in during if r["client"] == "probe" and r["outcome"] == "RemotingTooMuchRequestException"]
+    assert probe and all(r["service_ms"] >= 29_000 for r in probe)
+    assert not [r for r in during if r["outcome"] == "SLAVE_NOT_AVAILABLE"]
+    assert _acked_after_fault_not_on_slave(requests, readback, ro) >= 1
+
+
+def test_slave_readonly_fallbehind_1m(tmp_path: Path) -> None:
+    code, run_dir, state = _run("slave-readonly-fallbehind-1m.yaml", tmp_path)
+    requests, phase_start, readback = _common(run_dir, state)
+    assert code == 0, "every expectation of the scenario held (report/verdict.json)"
+    ro = phase_start["readonly"]
+    sna = sorted(r["service_ms"] for r in requests if r["outcome"] == "SLAVE_NOT_AVAILABLE")
+    assert sna, "SLAVE_NOT_AVAILABLE once the gap passed 1 MiB"
+    assert sna[len(sna) // 2] < 100, f"answered within milliseconds (median {sna[len(sna) // 2]:.1f} ms)"
+    first_sna = min(r["start_ns"] for r in requests if r["outcome"] == "SLAVE_NOT_AVAILABLE")
+    timeouts = [r for r in requests if ro < r["start_ns"] < first_sna and r["outcome"] != "SEND_OK"]
+    assert timeouts, "timeouts came first, while the master accepted the 1 MiB beyond the stuck slave"
+    assert _acked_after_fault_not_on_slave(requests, readback, ro) >= 1
