@@ -56,8 +56,7 @@ def arm(point: str) -> None:
         orig_run = undo.run_ops
 
         def run_ops(ops, ctx=None):
-            if ops and ctx is not None and ctx.on_step is not None:  # a fault's revert, not a rollback in cleanup
-                undo.run_ops = orig_run
+            if ops:  # the first revert: do its first undo operation, then die
                 orig_run(ops[:1], ctx)
                 die()
             return orig_run(ops, ctx)
