@@ -8,6 +8,9 @@ flight finish (or are abandoned after the drain timeout), every row is written.
 """
 from __future__ import annotations
 
+import gevent
+
+import gc
 import itertools
 import logging
 import time
@@ -25,6 +28,8 @@ from loads.spec import ClientPlan, LoadSpec
 from loads.tally import BatchSummary
 
 log = logging.getLogger(__name__)
+
+DRAIN_POLL_S = 0.01
 
 _contexts: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -92,6 +97,10 @@ class LoadContext:
     # --- driven by the controller -----------------------------------------------------------------------------
 
     def start(self) -> None:
+        # Everything built so far (Locust, pyarrow, pydantic, ...) lives as long as the process: keep it out of
+        # the collector's full passes, which otherwise stall the event loop for tens of ms every few seconds.
+        gc.collect()
+        gc.freeze()
         self.recorder.start()
 
     def set_phase(self, name: str, rate: float | None, at_ns: int) -> dict[str, float | None]:
@@ -105,6 +114,17 @@ class LoadContext:
                 for schedule in list(self._schedules[client]):
                     schedule.set_rate(plan.rate_per_user, at_ns)
         return {name: plan.rate for name, plan in self.plans.items()}
+
+    def drain_in_flight(self, timeout_s: float) -> int:
+        """No new sends from now on; wait until the sends in flight have finished (at most `timeout_s`). Returns
+        how many are still in flight (they will be abandoned)."""
+        self.draining = True
+        deadline = time.monotonic() + timeout_s
+        while self.in_flight and time.monotonic() < deadline:
+            gevent.sleep(DRAIN_POLL_S)
+        if self.in_flight:
+            log.warning("%d sends still in flight after %.1f s: abandoning them", self.in_flight, timeout_s)
+        return self.in_flight
 
     @property
     def target_rate(self) -> float:

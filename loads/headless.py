@@ -47,7 +47,7 @@ class Controller:
         self.out_fd = os.dup(1)
         os.dup2(2, 1)  # stray prints go to the log, never into the control channel
         self.spec = load_spec(args.spec)
-        self.env = Environment(user_classes=user_classes(self.spec), stop_timeout=self.spec.drain_s)
+        self.env = Environment(user_classes=user_classes(self.spec))
         if args.role == "master":
             self.env.create_master_runner(LISTEN_HOST, args.master_port)
         else:
@@ -151,7 +151,7 @@ def locust_totals(env: Environment) -> dict[str, Any]:
 def run_worker(args: argparse.Namespace) -> int:
     """A worker: users for the master at 127.0.0.1:`--master-port`; drains itself if the master goes away."""
     spec = load_spec(args.spec)
-    env = Environment(user_classes=user_classes(spec), stop_timeout=spec.drain_s)
+    env = Environment(user_classes=user_classes(spec))
     runner = env.create_worker_runner(LISTEN_HOST, args.master_port)
     plugin = LoadPlugin(env, spec, args.run_dir, args.run_id)
     stopping: list[str] = []

@@ -33,6 +33,7 @@ MSG_DRAINED = "rmq_drained"
 MSG_BATCH = "rmq_batch"
 LOCAL_WORKER = "w0"
 DRAIN_MARGIN_S = 10.0
+STRAGGLER_TIMEOUT_S = 1.0
 
 
 class LoadPlugin:
@@ -53,9 +54,12 @@ class LoadPlugin:
         self._changed = Event()
         events = environment.events
         if not environment.stop_timeout:
-            environment.stop_timeout = spec.drain_s  # let sends in flight finish when the test stops
+            # sends in flight are waited for in test_stopping (up to the drain timeout); this is only how long
+            # Locust then gives a send still running before it kills the user (the send is recorded as abandoned)
+            environment.stop_timeout = STRAGGLER_TIMEOUT_S
         if isinstance(self.runner, (LocalRunner, WorkerRunner)):
             events.test_start.add_listener(self._on_test_start)
+            events.test_stopping.add_listener(self._on_test_stopping)
             events.test_stop.add_listener(self._on_test_stop)
             events.quit.add_listener(self._on_quit)
         if isinstance(self.runner, WorkerRunner):
@@ -84,6 +88,12 @@ class LoadPlugin:
             self.ctx.set_phase(msg["name"], msg["rate"], msg["at_ns"])
         self._pending_phases.clear()
         self.ctx.start()
+
+    def _on_test_stopping(self, **_: Any) -> None:
+        # Before Locust stops the users: no new sends, and the sends in flight finish, so Locust's kill of a user
+        # it saw waiting can never land in the middle of a send.
+        if self.ctx is not None:
+            self.ctx.drain_in_flight(self.spec.drain_s)
 
     def _on_test_stop(self, **_: Any) -> None:
         if self.ctx is not None:
@@ -117,9 +127,7 @@ class LoadPlugin:
         """Stop sending, let the sends in flight finish (up to the drain timeout), write every row."""
         if self.ctx is None:  # never started: nothing was sent
             return {"worker": self.worker, "fired": 0, "in_flight": 0, "rows": 0, "parts": 0, "t_ns": time.time_ns()}
-        self.ctx.draining = True
-        self.environment.stop_timeout = self.spec.drain_s
-        self.runner.stop()
+        self.runner.stop()  # test_stopping drains the sends in flight
         self.ctx.close()
         return self.ctx.totals()
 

@@ -92,6 +92,8 @@ class RocketMQUser(User):
                 if due is None or due - time.time_ns() > ALARM_LEAD_NS:
                     return  # woke for a rate change or a capped wait: not this slot's time yet
                 ctx.alarm.sleep_until(due)
+                if ctx.draining:
+                    raise StopUser()
                 if self.schedule.due_ns == due:
                     break  # else the rate changed while sleeping: look again
             intended = self.schedule.advance()
