@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from conftest import assert_contiguous_seqs, read_rows, rows_by_key, wait_for
+from loads_support import assert_contiguous_seqs, read_rows, rows_by_key, wait_for
 
 S = 1_000_000_000
 

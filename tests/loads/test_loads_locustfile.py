@@ -11,7 +11,7 @@ import sys
 import urllib.request
 from pathlib import Path
 
-from conftest import assert_contiguous_seqs, read_rows, rows_by_key, wait_for
+from loads_support import assert_contiguous_seqs, read_rows, rows_by_key, wait_for
 
 from loads.process import free_port
 

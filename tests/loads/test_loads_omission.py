@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from conftest import rows_by_key, wait_for
+from loads_support import rows_by_key, wait_for
 
 S = 1_000_000_000
 RATE = 1000

@@ -9,7 +9,7 @@ import signal
 import time
 
 import pytest
-from conftest import assert_contiguous_seqs, read_rows, rows_by_key, wait_for
+from loads_support import assert_contiguous_seqs, read_rows, rows_by_key, wait_for
 from scripted_broker import ScriptedBroker
 
 from loads.process import LoadError, LoadProcess

@@ -7,7 +7,7 @@ import time
 
 import pyarrow.parquet as pq
 import pytest
-from conftest import wait_for
+from loads_support import wait_for
 
 from analysis.contract import REQUEST_SCHEMA
 from loads.histogram import LogHistogram
