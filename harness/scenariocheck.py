@@ -17,12 +17,15 @@ STORE_FAULTS = ("readonly_fs", "disk_freeze", "disk_throttle")
 RELAY_FAULTS = ("ha_link",)
 STORE_HEADROOM = 16 * 1024 * 1024
 DEFAULT_MAPPED_FILE_SIZE = 1024 * 1024 * 1024
+PLACEHOLDER_NAMESRV = "127.0.0.1:9876"
+"""The real address is known once the cluster is up; the check needs a well-formed one."""
 
 
 def check_scenario(scenario: Scenario, marks: Marks) -> None:
     """Raise `SourceError` for the first thing in `scenario` the system cannot do."""
     _check_faults(scenario, marks)
     _check_clients(scenario, marks)
+    _check_load(scenario, marks)
     configlint.lint_scenario(scenario, marks)
     _check_store(scenario, marks)
 
@@ -70,6 +73,18 @@ def _check_clients(scenario: Scenario, marks: Marks) -> None:
         if phase.rate is not None and not any(scenario.load.model_of(c) == "open" for c in scenario.load.clients):
             raise marks.error(("phases", scenario.source_phase(pi), "rate"),
                               "a phase rate applies to open-model clients and the load has none")
+
+
+def _check_load(scenario: Scenario, marks: Marks) -> None:
+    """The load section as the load generator will take it (`loads.spec.LoadSpec`)."""
+    from harness.loadplan import load_spec
+    from loads.spec import SpecError
+
+    try:
+        load_spec(scenario, PLACEHOLDER_NAMESRV)
+    except SpecError as err:
+        problem = str(err).split(": load: ", 1)[-1]
+        raise marks.error(("load",), f"the load generator refuses it: {problem}") from None
 
 
 def _check_store(scenario: Scenario, marks: Marks) -> None:

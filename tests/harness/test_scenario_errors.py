@@ -13,9 +13,11 @@ from harness.cli import main
 from harness.scenarioload import load_scenarios
 
 
-def _system_snapshot() -> tuple[str, set[int], set[str]]:
-    cgroups = {str(p) for p in Path("/sys/fs/cgroup").glob("*/rmq-chaos/*/*")}
-    return Path("/proc/mounts").read_text(), {c.pid for c in psutil.Process().children(recursive=True)}, cgroups
+def _made_by(tmp_path: Path) -> tuple[list[str], set[int], list[str]]:
+    """Mounts under the test's directory, child processes of the test, cgroups of a run of the base scenario."""
+    mounts = [line for line in Path("/proc/mounts").read_text().splitlines() if str(tmp_path) in line]
+    cgroups = [str(p) for p in Path("/sys/fs/cgroup").glob("*/rmq-chaos/*-base*")]
+    return mounts, {c.pid for c in psutil.Process().children(recursive=True)}, cgroups
 
 
 @pytest.mark.parametrize("command", ["validate", "run"])
@@ -27,7 +29,7 @@ def test_malformed_scenario_gives_one_line_and_starts_nothing(
     monkeypatch.setenv("RMQ_CHAOS_STATE", str(state))
     path = tmp_path / f"{case.id}.yaml"
     path.write_text(case.text(), encoding="utf-8")
-    before = _system_snapshot()
+    before = _made_by(tmp_path)
     argv = [command, str(path)] + (["--out", str(tmp_path / "runs")] if command == "run" else [])
     code = main(argv)
     err = capsys.readouterr().err
@@ -40,10 +42,10 @@ def test_malformed_scenario_gives_one_line_and_starts_nothing(
     assert case.says in lines[0], lines[0]
     assert not state.exists(), "a journal or state dir was made"
     assert not (tmp_path / "runs").exists(), "a run directory was made"
-    mounts, children, cgroups = _system_snapshot()
-    assert mounts == before[0]
+    mounts, children, cgroups = _made_by(tmp_path)
+    assert not mounts
     assert children <= before[1]
-    assert cgroups <= before[2]
+    assert not cgroups
 
 
 def test_cli_exit_code_and_stderr_line(tmp_path: Path) -> None:
