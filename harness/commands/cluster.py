@@ -46,6 +46,10 @@ def _up(args: argparse.Namespace) -> int:
     if len(runs) != 1:
         print(f"{args.scenario}: a matrix of {len(runs)} runs; `cluster up` takes a scenario of one", file=sys.stderr)
         return EXIT_INVALID
+    if runs[0].cluster.program == "apache":
+        from harness import netns
+        if not netns.inside():
+            netns.reexec_isolated()  # Apache brokers bind 0.0.0.0: only loopback in the namespace
     if not args.detach:
         return _hold(runs[0], args.out, None)
     read_fd, write_fd = os.pipe()

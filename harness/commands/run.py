@@ -47,6 +47,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"{args.scenario}: --keep-cluster needs a single run; the matrix has {len(runs)} "
               f"(pick one with --only)", file=sys.stderr)
         return EXIT_INVALID
+    if any(r.cluster.program == "apache" for r in runs):
+        from harness import netns
+        if not netns.inside():
+            netns.reexec_isolated()  # Apache brokers bind 0.0.0.0: the run gets a namespace with only loopback
     codes = []
     for scenario in runs:
         runner = Runner(scenario, args.out, keep_cluster=args.keep_cluster, analyze=not args.no_report)
