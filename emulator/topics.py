@@ -40,21 +40,34 @@ class TopicConfigManager:
         self.table[f"{cluster}_REPLY_TOPIC"] = topic_config(f"{cluster}_REPLY_TOPIC", 1, 1)
 
     def load(self) -> None:
-        if os.path.exists(self.path):
-            with open(self.path, encoding="utf-8") as f:
-                doc = json.load(f)
+        """`ConfigManager.load`: the file, or its `.bak` when the file is empty (as after a crash and e2fsck)."""
+        for path in (self.path, self.path + ".bak"):
+            try:
+                with open(path, encoding="utf-8") as f:
+                    text = f.read()
+            except FileNotFoundError:
+                continue
+            if not text.strip("\0 \n"):
+                broker_log.warning("load %s: empty, trying the backup", path)
+                continue
+            doc = json.loads(text)
             self.table.update(doc.get("topicConfigTable") or {})
             version = doc.get("dataVersion") or {}
             self.data_version.counter = int(version.get("counter", 0))
             self.data_version.timestamp = int(version.get("timestamp", self.data_version.timestamp))
+            broker_log.info("load %s OK", path)
+            return
 
     def persist(self) -> None:
+        """`MixAll.string2File`: write `.tmp`, keep the previous file as `.bak`, rename."""
         os.makedirs(os.path.dirname(self.path), exist_ok=True)
         doc = {"dataVersion": self.data_version.to_dict(), "topicConfigTable": self.table}
         tmp = self.path + ".tmp"
         try:
             with open(tmp, "w", encoding="utf-8") as f:
                 json.dump(doc, f, indent="\t")
+            if os.path.exists(self.path):
+                os.replace(self.path, self.path + ".bak")
             os.replace(tmp, self.path)
         except OSError as e:
             broker_log.error("persist file %s exception %s", self.path, e)
