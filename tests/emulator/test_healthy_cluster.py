@@ -3,6 +3,7 @@ SEND_OK, and every acknowledged message comes back from the master and from the 
 from __future__ import annotations
 
 import concurrent.futures as cf
+import json
 
 import pytest
 
@@ -40,6 +41,20 @@ def test_acknowledged_messages_are_on_master_and_slave(emu_cluster):
         assert got == bodies, addr
     acked = {(r.queue_id, r.queue_offset) for r in replies}
     assert len(acked) == SENDS
+
+
+def test_admin_answers_have_the_recorded_shape(emu_cluster, wire_dir):
+    cluster = emu_cluster()
+    recorded_config = json.loads((wire_dir / "26_GET_BROKER_CONFIG.json").read_text())[1]["body_text"]
+    recorded_keys = {line.split("=", 1)[0] for line in recorded_config.splitlines() if line}
+    assert set(wire.broker_config(cluster.client, cluster.master.addr)) == recorded_keys
+    recorded_runtime = json.loads(json.loads((wire_dir / "28_GET_BROKER_RUNTIME_INFO.json").read_text())[1]["body_text"])
+    info = cluster.runtime("master")
+    assert set(recorded_runtime["table"]) <= set(info)
+    assert info["brokerVersionDesc"] == "V4_9_1" and info["brokerVersion"] == "395"
+    wire.create_topic(cluster.client, cluster.master.addr, TOPIC, 1)
+    reply = wire.send(cluster.client, cluster.master.addr, TOPIC, b"x", "k", 0)
+    assert reply.msg_id == f"7F000001{cluster.master.port:08X}{0:016X}"
 
 
 def _complete(client, addr, queue, replies):
