@@ -1,0 +1,115 @@
+"""Unit tests of the harness's small parts: units, the effective-config comparison, the timeline, runtime figures,
+free ports, the load spec conversion, the run directory writer."""
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+
+from harness.backends.ports import PortPicker, is_free
+from harness.collectors.broker_figures import broker_figures
+from harness.configlint import effective_differences
+from harness.loadplan import load_spec
+from harness.rundir import RunDir
+from harness.scenario import Scenario
+from harness.timeline import Clock, build_timeline
+from harness.units import format_duration, format_size, parse_duration, parse_size
+
+SCENARIO = {"name": "u", "load": {"model": "open", "rate": 100, "clients": [
+    {"name": "flood", "users": 4}, {"name": "probe", "model": "closed", "users": 1, "timeout": "30s"}]},
+    "phases": [{"name": "a", "duration": "2s"}, {"name": "b", "duration": "1500ms", "rate": 50}]}
+
+
+@pytest.mark.parametrize(("text", "seconds"), [("30s", 30), ("2m", 120), ("1h", 3600), ("500ms", 0.5), ("1.5s", 1.5)])
+def test_durations(text: str, seconds: float) -> None:
+    assert parse_duration(text) == seconds
+    assert parse_duration(format_duration(seconds)) == seconds
+
+
+@pytest.mark.parametrize("bad", ["30", 30, "5 minutes", "-1s", "s", True, None])
+def test_bad_durations(bad: object) -> None:
+    with pytest.raises(ValueError, match="allowed: a number with a unit"):
+        parse_duration(bad)
+
+
+@pytest.mark.parametrize(("text", "n"), [("128B", 128), ("4KiB", 4096), ("64MiB", 64 << 20), ("2GiB", 2 << 30)])
+def test_sizes(text: str, n: int) -> None:
+    assert parse_size(text) == n
+    assert format_size(n) == text
+
+
+@pytest.mark.parametrize("bad", ["2GB", "64", 64, "1.5B", "MiB"])
+def test_bad_sizes(bad: object) -> None:
+    with pytest.raises(ValueError):
+        parse_size(bad)
+
+
+def test_effective_differences() -> None:
+    asked = {"haSlaveFallbehindMax": 1048576, "slaveReadEnable": True, "haMaxGapNotInSync": 5}
+    effective = {"haSlaveFallbehindMax": "268435456", "slaveReadEnable": "true"}
+    assert effective_differences(asked, effective, {"haMaxGapNotInSync"}) == [
+        "haSlaveFallbehindMax: asked 1048576, the broker has 268435456"]
+    assert effective_differences(asked, effective, set())[1] == \
+        "haMaxGapNotInSync: asked 5, the broker does not have this key"
+
+
+def test_timeline_and_load_spec() -> None:
+    s = Scenario.model_validate(SCENARIO)
+    windows = build_timeline(s)
+    assert [(w.name, w.start_s, w.end_s, w.rate) for w in windows] == [
+        ("warmup", 0, 5, 100), ("a", 5, 7, 100), ("b", 7, 8.5, 50)]
+    spec = load_spec(s, "127.0.0.1:9876")
+    assert spec.initial_phase == "warmup"
+    assert [c.send_timeout_ms for c in spec.clients] == [3000, 30000]
+    assert spec.phase("b").rate == 50
+
+
+def test_clock_waits_until_and_stops_early() -> None:
+    import threading
+
+    clock = Clock()
+    ticks: list[float] = []
+    assert clock.wait_until(0.3, tick=lambda: ticks.append(clock.now()), tick_s=0.05)
+    assert clock.now() >= 0.3 and len(ticks) >= 3
+    stop = threading.Event()
+    stop.set()
+    assert clock.wait_until(60, stop) is False
+
+
+def test_broker_figures_from_a_recorded_table(wire_dir: Path) -> None:
+    import json
+
+    from remoting import fastjson
+    frames = json.loads((wire_dir / "28_GET_BROKER_RUNTIME_INFO.json").read_text())
+    body = next(f for f in frames if f["direction"] == "response")["body_text"]
+    figures = broker_figures(fastjson.loads(body)["table"])
+    assert figures == {"put_tps": 0.0, "commitlog_max_offset": 370, "send_queue_size": 0, "page_cache_lock_ms": 0.0}
+    assert broker_figures(None) == {k: None for k in figures}
+    assert broker_figures({"putTps": "  "})["put_tps"] is None
+
+
+def test_port_picker_gives_free_distinct_blocks() -> None:
+    picker = PortPicker(seed=7)
+    listen, ha = picker.broker()
+    assert ha == listen + 1 and all(is_free(p) for p in (listen - 2, listen, ha))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        assert not is_free(s.getsockname()[1])
+    assert len({picker.one() for _ in range(20)} | {listen, ha}) == 22
+
+
+def test_run_directory_writer(tmp_path: Path) -> None:
+    s = Scenario.model_validate(SCENARIO)
+    rd = RunDir.create(tmp_path, s, run_id="r1")
+    again = RunDir.create(tmp_path, s, run_id="r1")
+    assert rd.run_id == "r1" and again.run_id == "r1-2"
+    rd.event("phase_start", phase="a", index=1, duration_s=2.0, rate=100)
+    with pytest.raises(ValueError, match="unknown event"):
+        rd.event("no_such_event")
+    with open(rd.layout.events, "a") as f:
+        f.write('{"torn')
+    (e,) = rd.events()
+    assert e["event"] == "phase_start" and e["wall_ns"] > 0 and e["mono_ns"] > 0
+    assert (rd.root / "requests").is_dir() and (rd.root / "readback").is_dir()
+    assert Scenario.model_validate(__import__("yaml").safe_load(rd.layout.scenario.read_text())).name == "u"
