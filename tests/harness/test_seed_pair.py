@@ -3,6 +3,7 @@
 (shared/fixtures/README.md), every request must be recorded, and nothing may stay mounted, running or faulted."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -45,7 +46,13 @@ def _common(run_dir: Path, state: Path) -> tuple[list[dict], dict[str, int], lis
     assert {r["node"] for r in readback} == {"master", "slave"}
     phase_start = {e["phase"]: e["wall_ns"] for e in ev if e["event"] == "phase_start"}
     assert (run_dir / "report" / "verdict.json").exists()
-    assert (run_dir / "cluster.json").exists() and (run_dir / "metrics").glob("part-*.parquet")
+    metrics = rows(run_dir / "metrics")
+    assert {m["node"] for m in metrics} == {"namesrv", "master", "slave"}
+    assert all(m["rss_bytes"] for m in metrics if m["ts_ns"] < phase_start["readonly"])
+    assert any(m["commitlog_max_offset"] for m in metrics if m["node"] == "master")
+    assert max(m["slave_fallbehind_bytes"] or 0 for m in metrics) > 0, "the slave fell behind after the cliff"
+    for node in ("master", "slave", "namesrv"):
+        assert list((run_dir / "logs" / node).iterdir()), f"logs of {node} copied"
     assert_nothing_left(state, run_dir.name)
     return requests, phase_start, readback
 
@@ -77,6 +84,9 @@ def test_slave_readonly_default(tmp_path: Path) -> None:
 def test_slave_readonly_fallbehind_1m(tmp_path: Path) -> None:
     code, run_dir, state = _run("slave-readonly-fallbehind-1m.yaml", tmp_path)
     requests, phase_start, readback = _common(run_dir, state)
+    cluster = json.loads((run_dir / "cluster.json").read_text())
+    assert cluster["effective_config"]["master"]["haSlaveFallbehindMax"] == "1048576"
+    assert cluster["effective_config"]["slave"]["slaveReadEnable"] == "true"
     assert code == 0, "every expectation of the scenario held (report/verdict.json)"
     ro = phase_start["readonly"]
     sna = sorted(r["service_ms"] for r in requests if r["outcome"] == "SLAVE_NOT_AVAILABLE")
