@@ -1,4 +1,4 @@
-"""`SendMessageProcessor`: SEND_MESSAGE / SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE. It rejects before queueing when page
+"""`SendMessageProcessor`: SEND_MESSAGE / SEND_MESSAGE_V2. It rejects before queueing when page
 cache is busy or the transient store pool is empty (`rejectRequest`), checks the topic (auto-created from TBW102)
 and queue id, stores the message (CLUSTER added, WAIT not stored), and answers when the store's completion ends,
 from whichever thread ends it, with 4.9.1's codes and remarks (`handlePutMessageResult`)."""
@@ -38,7 +38,7 @@ class SendMessageProcessor(Processor):
 
     def process(self, channel: Channel, request: RemotingCommand) -> None:
         ext = request.ext_fields or {}
-        if request.code == 310 or request.code == 320:
+        if request.code == 310:
             ext = {V2_NAMES.get(k, k): v for k, v in ext.items()}
         region = self.config.get("regionId") or "DefaultRegion"
         base = {"MSG_REGION": region, "TRACE_ON": "true" if self.config.get_bool("traceOn") else "false"}
