@@ -224,8 +224,13 @@ class Runner:
         A run that did not complete is never 0."""
         if not self.analyze:
             return 0 if status == STATUS_COMPLETED else EXIT_UNKNOWN
+        rd.layout.verdict.unlink(missing_ok=True)
         proc = subprocess.run([sys.executable, "-m", "harness.cli", "report", str(rd.root)], check=False)
         code = proc.returncode
+        if not rd.layout.verdict.exists():
+            if self._progress:
+                self._progress.step(f"the analysis wrote no verdict (exit {code}): the run's verdict is unknown", "red")
+            return EXIT_UNKNOWN
         if status != STATUS_COMPLETED and code == 0:
             return EXIT_UNKNOWN
         return code
