@@ -47,6 +47,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"{args.scenario}: --keep-cluster needs a single run; the matrix has {len(runs)} "
               f"(pick one with --only)", file=sys.stderr)
         return EXIT_INVALID
+    from harness.backends.programs import Program, ProgramError
+    try:
+        for r in runs:
+            Program.choose(r.cluster.program)
+    except ProgramError as err:
+        print(f"{args.scenario}: {err}", file=sys.stderr)
+        return EXIT_INVALID
     if any(r.cluster.program == "apache" for r in runs):
         from harness import netns
         if not netns.inside():

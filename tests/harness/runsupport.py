@@ -18,15 +18,16 @@ from faults.system.procs import TAG_ENV
 REPO = Path(__file__).resolve().parents[2]
 
 
-def cli_env(state: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != TAG_ENV}
+def cli_env(state: Path, drop: tuple[str, ...] = ()) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != TAG_ENV and k not in drop}
     env["RMQ_CHAOS_STATE"] = str(state)
     env["PYTHONPATH"] = str(REPO)
     return env
 
 
-def rmq_chaos(args: list[str], state: Path, **kw: Any) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "harness.cli", *args], cwd=REPO, env=cli_env(state), **kw)
+def rmq_chaos(args: list[str], state: Path, env_drop: tuple[str, ...] = (), **kw: Any) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "harness.cli", *args], cwd=REPO, env=cli_env(state, env_drop),
+                            **kw)
 
 
 def run_dir_of(out: Path) -> Path:

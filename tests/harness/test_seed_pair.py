@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -96,3 +98,38 @@ def test_slave_readonly_fallbehind_1m(tmp_path: Path) -> None:
     timeouts = [r for r in requests if ro < r["start_ns"] < first_sna and r["outcome"] != "SEND_OK"]
     assert timeouts, "timeouts came first, while the master accepted the 1 MiB beyond the stuck slave"
     assert _acked_after_fault_not_on_slave(requests, readback, ro) >= 1
+
+
+@pytest.mark.skipif(not os.environ.get("ROCKETMQ_HOME"),
+                    reason="needs an Apache RocketMQ 4.9.1 binary distribution at $ROCKETMQ_HOME; none can be "
+                           "downloaded on the build machines, so the apache program path is exercised only where "
+                           "one is installed")
+def test_slave_readonly_default_on_apache(tmp_path: Path) -> None:
+    text = (REPO / "scenarios" / "slave-readonly-default.yaml").read_text()
+    scenario = tmp_path / "apache.yaml"
+    scenario.write_text(text.replace("cluster:\n", "cluster:\n  program: apache\n", 1))
+    state, out = tmp_path / "state", tmp_path / "runs"
+    proc = rmq_chaos(["run", str(scenario), "--out", str(out)], state)
+    try:
+        code = proc.wait(RUN_TIMEOUT_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        rmq_chaos(["cleanup"], state).wait(120)
+    run_dir = run_dir_of(out)
+    _common(run_dir, state)
+    assert code == 0
+
+
+def test_apache_program_without_rocketmq_home_starts_nothing(tmp_path: Path) -> None:
+    scenario = tmp_path / "apache.yaml"
+    scenario.write_text("name: a\ncluster: {program: apache}\nphases: [{name: x, duration: 1s}]\n")
+    env_state = tmp_path / "state"
+    proc = rmq_chaos(["run", str(scenario), "--out", str(tmp_path / "runs")], env_state, stderr=subprocess.PIPE,
+                     text=True, env_drop=("ROCKETMQ_HOME",))
+    err = proc.communicate(timeout=60)[1]
+    assert proc.returncode == 2
+    assert err.splitlines() == [f"{scenario}: cluster.program is apache but $ROCKETMQ_HOME is not set; set it to an "
+                                "unpacked rocketmq-all-<version>-bin-release directory"]
+    assert not env_state.exists() and not (tmp_path / "runs").exists()
