@@ -47,7 +47,9 @@ def test_put_blocked_in_page_fault_turns_on_flow_control(emu_cluster):
         thawed_at = time.monotonic()
         poll(lambda: flood.count(thawed_at, code=ResponseCode.SUCCESS) >= 100, 30, "SEND_OK after the thaw")
     remarks = collections.Counter(o.remark.split("]")[0] + "]" for o in _busy(flood, frozen_at))
-    assert remarks["[REJECTREQUEST]"] > 0, remarks
+    # both come from isOSPageCacheBusy (the lock held > osPageCacheBusyTimeOutMills); which one a request meets
+    # depends on whether it arrives (rejected before queueing) or is already queued (drained by the sweeper)
+    assert remarks["[REJECTREQUEST]"] + remarks["[PCBUSY_CLEAN_QUEUE]"] > 0, remarks
 
 
 def test_write_throttle_slows_sync_flush_acknowledgements(emu_cluster):
