@@ -1,6 +1,7 @@
 """How closely the open model keeps its schedule: p50/p99/p99.9/max of (actual start - intended start) of every send
 at a fixed rate (default 5000 sends/s, 64 users) against a scripted broker that acks at once, read from the request
-rows the run wrote. Goal: p99 < 1 ms at 5k sends/s. Also prints the achieved rate.
+rows the run wrote. Goal: p99 < 1 ms at 5k sends/s. Also prints the achieved rate and the resident memory of the
+load's processes after the warm-up and at the end (flat: rows go to disk every second).
 
     .venv/bin/python benchmarks/loads_schedule_lag.py [--rate 5000] [--users 64] [--seconds 10] [--workers 0]
 """
@@ -14,6 +15,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import psutil
 import pyarrow.dataset as ds
 from rich.console import Console
 from rich.table import Table
@@ -26,6 +28,10 @@ from loads.spec import LoadSpec  # noqa: E402
 
 WARMUP_S = 1.0
 NS_PER_MS = 1e6
+
+
+def rss_mib(pids: list[int]) -> float:
+    return sum(psutil.Process(pid).memory_info().rss for pid in pids) / 2**20
 
 
 def main() -> int:
@@ -47,7 +53,10 @@ def main() -> int:
             load = LoadProcess(spec, run, "bench", workers=args.workers, progress=True)
             load.start()
             try:
-                time.sleep(WARMUP_S + args.seconds)
+                time.sleep(WARMUP_S)
+                rss_start = rss_mib(load.pids)
+                time.sleep(args.seconds)
+                rss_end = rss_mib(load.pids)
             finally:
                 load.stop()
             table = ds.dataset(run / "requests", format="parquet").to_table(
@@ -70,6 +79,8 @@ def main() -> int:
         out.add_row(label, f"{mask.sum():,}", f"{mask.sum() / span_s:,.0f}", f"{q50:.3f}", f"{q99:.3f}",
                     f"{q999:.3f}", f"{lag.max():.3f}")
     console.print(out)
+    console.print(f"resident memory of the load processes: {rss_start:.0f} MiB after warm-up, {rss_end:.0f} MiB "
+                  f"{args.seconds:g} s later")
     return 0
 
 
