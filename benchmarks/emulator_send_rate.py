@@ -17,11 +17,13 @@ from rich.console import Console
 from rich.progress import Progress
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "emulator"))
+
+import emu_wire as wire  # noqa: E402
+from emu_cluster import EmuCluster  # noqa: E402
+from emu_load import Flood  # noqa: E402
 
 from remoting.codes import ResponseCode  # noqa: E402
-from tests.emulator import wire  # noqa: E402
-from tests.emulator.cluster import EmuCluster  # noqa: E402
-from tests.emulator.load import Flood  # noqa: E402
 
 TOPIC = "BenchTopic"
 BODY_SIZE = 1024

@@ -4,8 +4,7 @@ from __future__ import annotations
 import os
 
 import pytest
-
-from tests.emulator.cluster import EmuCluster
+from emu_cluster import EmuCluster
 
 
 @pytest.fixture

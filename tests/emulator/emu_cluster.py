@@ -12,12 +12,13 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import emu_wire as wire
+
 from faults.journal import Journal
 from faults.target import NodeTarget
 from harness.resources.cgroups import NodeCgroups
 from harness.resources.loop_store import LoopStore
 from remoting.client import RemotingClient
-from tests.emulator import wire
 
 STORE_SIZE = 256 << 20
 READY_TIMEOUT_S = 30.0

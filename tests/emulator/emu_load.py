@@ -6,9 +6,10 @@ import threading
 import time
 from dataclasses import dataclass
 
+import emu_wire as wire
+
 from remoting.client import RemotingClient
 from remoting.errors import RemotingError
-from tests.emulator import wire
 
 
 @dataclass

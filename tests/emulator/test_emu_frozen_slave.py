@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import time
 
+import emu_wire as wire
 import pytest
+from emu_cluster import poll
+from emu_load import Flood
 
 from faults.disk_freeze import DiskFreeze
 from remoting.codes import ResponseCode
-from tests.emulator import wire
-from tests.emulator.cluster import poll
-from tests.emulator.load import Flood
 
 pytestmark = pytest.mark.root
 TOPIC = "FrozenTopic"

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import time
 
+import emu_wire as wire
 import pytest
+from emu_cluster import poll
+from emu_load import Flood
 
 from emulator.config.properties import parse_properties
 from faults.disk_freeze import DiskFreeze
 from faults.readonly_fs import ReadonlyFs
 from remoting.codes import ResponseCode
-from tests.emulator import wire
-from tests.emulator.cluster import poll
-from tests.emulator.load import Flood
 
 pytestmark = pytest.mark.root
 TOPIC = "BehaviourTopic"

@@ -9,16 +9,16 @@ from __future__ import annotations
 import threading
 import time
 
+import emu_wire as wire
 import pytest
+from emu_cluster import poll
+from emu_load import Flood
 
 from faults.readonly_fs import ReadonlyFs
 from remoting.codes import ResponseCode
 from remoting.errors import RemotingError
 from remoting.message import Message
 from remoting.producer import Producer
-from tests.emulator import wire
-from tests.emulator.cluster import poll
-from tests.emulator.load import Flood
 
 pytestmark = pytest.mark.root
 TOPIC = "RoTopic"
@@ -32,15 +32,16 @@ def _apply_readonly(cluster):
 
 
 def test_readonly_slave_acks_then_stalls_at_file_boundary(emu_cluster):
-    cluster = emu_cluster()
+    files = {"mappedFileSizeCommitLog": str(2 << 20)}
+    cluster = emu_cluster(master_conf=files, slave_conf=files)
     client = cluster.client
     wire.create_topic(client, cluster.master.addr, TOPIC, 4)
     with Flood(client, cluster.master.addr, TOPIC, threads=12, body_size=1024) as flood:
         poll(lambda: flood.count(0, code=ResponseCode.SUCCESS) >= 200, 30, "SEND_OK before the fault")
         fault_at = _apply_readonly(cluster)
-        after = fault_at + 0.5
+        after = fault_at + 0.2
         # 1. SEND_OK at full speed while the slave stores nothing
-        poll(lambda: flood.count(after, code=ResponseCode.SUCCESS) >= 200, 30, "SEND_OK after the fault")
+        poll(lambda: flood.count(after, code=ResponseCode.SUCCESS) >= 100, 30, "SEND_OK after the fault")
         # 2. the cliff: replication stops, sends time out
         poll(lambda: flood.count(fault_at, error="RemotingTimeoutException") >= 10, 60, "client timeouts")
         stalled_at = time.monotonic()

@@ -9,11 +9,11 @@ import threading
 import time
 
 import pytest
+from emu_cluster import poll
 
 from emulator.store.mapped_file import MappedFile
 from faults.journal import Journal
 from harness.resources.loop_store import LoopStore
-from tests.emulator.cluster import poll
 
 pytestmark = pytest.mark.root
 FILE_SIZE = 1 << 20

@@ -3,11 +3,11 @@ boundary each send is answered FLUSH_SLAVE_TIMEOUT after the version's wait: `sy
 group-transfer service reaches the request (4.9.1), `slaveTimeout` fixed when the request is made (4.9.3)."""
 from __future__ import annotations
 
+import emu_wire as wire
 import pytest
 
 from faults.readonly_fs import ReadonlyFs
 from remoting.codes import ResponseCode
-from tests.emulator import wire
 
 pytestmark = pytest.mark.root
 TOPIC = "SeqTopic"

@@ -8,14 +8,14 @@ from __future__ import annotations
 import collections
 import time
 
+import emu_wire as wire
 import pytest
+from emu_cluster import poll
+from emu_load import Flood
 
 from faults.disk_freeze import DiskFreeze
 from faults.disk_throttle import DiskThrottle
 from remoting.codes import ResponseCode
-from tests.emulator import wire
-from tests.emulator.cluster import poll
-from tests.emulator.load import Flood
 
 pytestmark = pytest.mark.root
 TOPIC = "FlowTopic"

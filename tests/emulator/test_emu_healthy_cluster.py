@@ -5,11 +5,11 @@ from __future__ import annotations
 import concurrent.futures as cf
 import json
 
+import emu_wire as wire
 import pytest
+from emu_cluster import poll
 
 from remoting.codes import ResponseCode
-from tests.emulator import wire
-from tests.emulator.cluster import poll
 
 pytestmark = pytest.mark.root
 TOPIC = "HealthyTopic"
