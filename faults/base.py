@@ -14,7 +14,7 @@ from faults import guard
 from faults.errors import FaultError, FaultNotEffective, FaultRefused, UndoError
 from faults.events import Emit, discard, fault_event
 from faults.journal import Entry, Journal
-from faults.target import NodeTarget
+from faults.target import NodeTarget, resolve
 from faults.undo import UndoContext, run_ops
 
 POLL_S = 0.02
@@ -44,6 +44,17 @@ class Fault(ABC):
     """Roles this fault can act on (empty: any node); scenario validation reads it."""
     ONE_SHOT: ClassVar[bool] = False
     """A one-shot fault (restart) has nothing to revert: its journal entry is closed right after apply."""
+    CONTAINER_TARGETS: ClassVar[bool] = False
+    """True when this class also acts on a container node (compose backend), on the host resources the backend
+    gives it (the store's loop mount, the container's cgroups, the HA relay, the node's control)."""
+    DOCKER_VARIANT: ClassVar[str | None] = None
+    """`module:Class` of the subclass that acts on a container node through the Docker API; constructing this class
+    for a container target builds that one (so the registry, the harness and `restore` need not know)."""
+
+    def __new__(cls, target: NodeTarget, *args: Any, **kwargs: Any) -> Fault:
+        if cls.DOCKER_VARIANT and getattr(target, "container", None):
+            cls = resolve(cls.DOCKER_VARIANT)
+        return super().__new__(cls)
 
     def __init__(self, target: NodeTarget, params: BaseModel | dict | None = None, *, journal: Journal,
                  emit: Emit | None = None, fault_id: str | None = None) -> None:
@@ -87,7 +98,7 @@ class Fault(ABC):
     # ---- hooks ---------------------------------------------------------------------------------------------------
     def check(self) -> None:
         """Refuse targets/params this fault cannot act on (raise FaultRefused/FaultUnavailable). Runs before apply."""
-        guard.check_node(self.kind, self.target)
+        guard.check_node(self.kind, self.target, containers=self.CONTAINER_TARGETS)
 
     def claims(self) -> list[str]:
         """Resources this fault changes; two open entries may not claim the same one."""

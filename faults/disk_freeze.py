@@ -25,6 +25,7 @@ class DiskFreeze(Fault):
     Params = DiskFreezeParams
     target_roles = ("master", "slave")
     VERIFY_TIMEOUT_S = 2.0
+    CONTAINER_TARGETS = True
 
     @classmethod
     def problems(cls) -> list[str]:

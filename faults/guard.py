@@ -13,11 +13,11 @@ from faults.target import NodeTarget
 STORE_KIND = "resource:loop_store"
 
 
-def check_node(kind: str, target: NodeTarget) -> None:
-    """Refuse container targets (not yet supported) and targets without a run id."""
-    if target.container:
-        raise FaultUnavailable(f"{kind}: target {target.name} is a container ({target.container}); faults on "
-                               f"compose nodes (Docker API) are not supported yet")
+def check_node(kind: str, target: NodeTarget, containers: bool = False) -> None:
+    """Refuse targets without a run id, and container targets unless the fault acts on them (`containers`)."""
+    if target.container and not containers:
+        raise FaultUnavailable(f"{kind}: target {target.name} is a container ({target.container}); this fault "
+                               f"has no Docker variant")
     if not target.run_id:
         raise FaultRefused(f"{kind}: target {target.name} has no run_id: not a node the harness manages")
 

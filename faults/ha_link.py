@@ -40,6 +40,7 @@ class HaLink(Fault):
     Params = HaLinkParams
     target_roles = ("master", "slave")
     VERIFY_TIMEOUT_S = 3.0
+    CONTAINER_TARGETS = True
 
     def check(self) -> None:
         super().check()

@@ -58,6 +58,7 @@ class MemoryPressure(Fault):
     summary = "the node swaps: lower its memory cgroup limit and/or a hog in its cgroup; swap file added if none"
     Params = MemoryPressureParams
     VERIFY_TIMEOUT_S = 5.0
+    DOCKER_VARIANT = "faults.docker.memory:ContainerMemoryPressure"
 
     @classmethod
     def problems(cls) -> list[str]:

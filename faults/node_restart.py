@@ -18,6 +18,7 @@ class NodeRestart(Fault):
     summary = "stop and start the node through its control (one-shot)"
     Params = RestartParams
     ONE_SHOT = True
+    CONTAINER_TARGETS = True
 
     def check(self) -> None:
         super().check()

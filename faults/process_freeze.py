@@ -26,6 +26,7 @@ class ProcessFreeze(Fault):
     summary = "the node's processes stop (SIGSTOP or cgroup freezer); revert: SIGCONT / thaw"
     Params = FreezeParams
     VERIFY_TIMEOUT_S = 2.0
+    DOCKER_VARIANT = "faults.docker.freeze:ContainerFreeze"
 
     def check(self) -> None:
         super().check()

@@ -26,6 +26,7 @@ class ProcessKill(Fault):
     summary = "SIGKILL the node's processes, optionally restart after N s; revert: start it if still down"
     Params = KillParams
     VERIFY_TIMEOUT_S = 5.0
+    DOCKER_VARIANT = "faults.docker.kill:ContainerKill"
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)

@@ -30,6 +30,7 @@ class ReadonlyFs(Fault):
     Params = ReadonlyFsParams
     target_roles = ("master", "slave")
     VERIFY_TIMEOUT_S = 2.0
+    CONTAINER_TARGETS = True
 
     @classmethod
     def problems(cls) -> list[str]:

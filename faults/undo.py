@@ -9,6 +9,7 @@ import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from faults.docker.ops import DOCKER_OPS
 from faults.errors import UndoError
 from faults.system import cgroupfs, mounts, swapfiles
 from faults.system.procs import ProcId, tagged, terminate, with_descendants
@@ -186,6 +187,9 @@ OPS: dict[str, Callable[[dict, UndoContext], str]] = {
     "cgroup_write": op_cgroup_write, "cgroup_remove": op_cgroup_remove, "relay_mode": op_relay_mode,
     "node_stop": op_node_stop, "node_start": op_node_start,
 }
+
+
+OPS.update(DOCKER_OPS)
 
 
 def run_ops(ops: list[dict], ctx: UndoContext | None = None) -> list[dict]:

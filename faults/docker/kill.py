@@ -1,0 +1,58 @@
+"""`kill` on a container: `docker kill --signal <signal>` (SIGKILL by default: the container stops at once), with an
+optional restart after N seconds through the node's control (`docker start`, then ready). Verify: Docker reports
+the container not running and its processes are gone. Revert: start it if it is still down."""
+from __future__ import annotations
+
+import signal
+import threading
+
+from faults import guard
+from faults.docker import engine
+from faults.errors import FaultRefused
+from faults.process_kill import ProcessKill
+from faults.system.procs import ProcId
+
+NOT_RUNNING = ("exited", "dead", "created")
+
+
+class ContainerKill(ProcessKill):
+    CONTAINER_TARGETS = True
+    DOCKER_VARIANT = None
+
+    def check(self) -> None:
+        guard.check_node(self.kind, self.target, containers=True)
+        if self.params.signal not in signal.Signals.__members__:
+            raise FaultRefused(f"{self.kind}: params.signal: unknown signal {self.params.signal!r}")
+        if self.params.restart_after_s is not None and self.target.control is None:
+            raise FaultRefused(f"{self.kind}: node {self.target.name} has no control to restart it")
+        ct = engine.container(self.target.container or "")
+        if ct.status != "running":
+            raise FaultRefused(f"{self.kind}: container {ct.name} of node {self.target.name} is {ct.status}, "
+                               f"not running")
+        self.state["container"] = ct.id
+        self.state["procs"] = [p.to_json() for p in guard.proc_ids_of(self.target)]
+
+    def inject(self) -> dict:
+        ct = engine.container(self.state["container"])
+        try:
+            ct.kill(signal=self.params.signal)
+        except Exception as e:  # noqa: BLE001 - the SDK's APIError, as one line
+            raise engine.api_error(f"kill {ct.name}", e) from e
+        if self.params.restart_after_s is not None:
+            self._timer = threading.Timer(self.params.restart_after_s, self._restart, args=("timer",))
+            self._timer.daemon = True
+            self._timer.start()
+        return {"container": ct.name, "signal": self.params.signal, "pids": [p[0] for p in self.state["procs"]],
+                "restart_after_s": self.params.restart_after_s}
+
+    def measure(self) -> tuple[bool, dict]:
+        ct = engine.container(self.state["container"])
+        procs = [ProcId.from_json(p) for p in self.state["procs"]]
+        left = {p.pid: p.state() for p in procs if p.alive()}
+        evidence = {"docker_status": ct.status, "exit_code": ct.attrs["State"].get("ExitCode"), "left": left,
+                    "killed": [p.pid for p in procs]}
+        return ct.status in NOT_RUNNING and not left, evidence
+
+    def measure_gone(self) -> dict:
+        ct = engine.container(self.state["container"])
+        return {"docker_status_after": ct.status, "pids_after": self.target.pids()}
