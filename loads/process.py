@@ -70,6 +70,7 @@ class LoadProcess:
         self.master: subprocess.Popen | None = None
         self.worker_procs: list[subprocess.Popen] = []
         self.result: dict[str, Any] | None = None
+        self._finished = False
         self._tmp: Path | None = None
         self._logs: list[IO] = []
         self._ids = iter(range(1, 1 << 62))
@@ -92,6 +93,11 @@ class LoadProcess:
     @property
     def running(self) -> bool:
         return self.master is not None and self.master.poll() is None and self.result is None
+
+    @property
+    def finished(self) -> bool:
+        """True once `stop()` or `kill()` has reaped every child and cleaned up."""
+        return self._finished
 
     def start(self, phase: str | None = None, timeout_s: float = START_TIMEOUT_S) -> dict[str, Any]:
         """Start the children, wait until every worker is connected, start the users (in `phase`, default the
@@ -155,20 +161,22 @@ class LoadProcess:
         Returns the totals (`fired`, `rows`, `parts`, per worker) and the final figures."""
         if self.master is None:
             return {}
-        if self.result is None:
+        if not self._finished:
             timeout_s = self.spec.drain_s + STOP_MARGIN_S if timeout_s is None else timeout_s
-            if self.master.poll() is None:
+            stopped = self._events[control.MSG_STOPPED]
+            if self.master.poll() is None and not stopped.is_set():
                 try:
                     self._send({"id": next(self._ids), "cmd": control.CMD_STOP})
                 except OSError:
                     pass
-            if not self._events[control.MSG_STOPPED].wait(timeout_s):
+            if not stopped.wait(timeout_s):
                 log.error("load did not report stopped within %.0f s; see %s", timeout_s, self.log_dir)
             self._reap(EXIT_TIMEOUT_S)
             if self.result is None:
                 self.result = {"reason": "exited without a report", "result": {}, "stats": self.stats()}
             self.result["exit_codes"] = {str(p.pid): p.returncode for p in [self.master, *self.worker_procs]}
             self._cleanup()
+            self._finished = True
         return self.result
 
     def kill(self) -> None:
@@ -178,6 +186,7 @@ class LoadProcess:
                 p.kill()
         self._reap(EXIT_TIMEOUT_S)
         self._cleanup()
+        self._finished = True
 
     def __enter__(self) -> LoadProcess:
         self.start()
@@ -223,7 +232,7 @@ class LoadProcess:
         atexit.unregister(self._at_exit)
 
     def _at_exit(self) -> None:
-        if self.running:
+        if self.master is not None and not self._finished:
             self.stop()
 
     def _send(self, message: dict[str, Any]) -> None:

@@ -44,5 +44,5 @@ def start_load(run_dir: Path) -> Iterator[Callable[..., LoadProcess]]:
 
     yield start
     for load in started:
-        if load.running:
+        if not load.finished:
             load.kill()

@@ -1,8 +1,10 @@
 """A distributed run on this machine: a Locust master plus two worker processes through `LoadProcess`. Each worker
-writes its own shard of parts; their union has every request exactly once, and a phase change reaches both
-workers."""
+writes its own shard of parts; their union has every request exactly once (the run is ended by SIGTERM to the
+master, which drains both workers), and a phase change reaches both workers."""
 from __future__ import annotations
 
+import os
+import signal
 import time
 
 import pytest
@@ -20,7 +22,10 @@ def test_master_and_two_workers_write_shards_whose_union_has_every_request_once(
     wait_for(lambda: load.stats()["workers"] == 2 and load.stats()["rows_written"] > 0, 20, "rows from 2 workers")
     change = load.set_phase("two")
     time.sleep(2.0)
+    os.kill(load.pids[0], signal.SIGTERM)  # the master: it drains both workers before it exits
+    wait_for(lambda: all(p.poll() is not None for p in [load.master, *load.worker_procs]), 30, "all to exit")
     result = load.stop()
+    assert result["reason"] == "SIGTERM" and set(result["exit_codes"].values()) == {0}
 
     shards = {p.name.split("-")[1] for p in (run_dir / "requests").glob("part-*.parquet")}
     assert shards == {"w0", "w1"}
