@@ -16,16 +16,21 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from analysis import contract as c
 from analysis import stats
-from analysis.fault_timing import FaultSpec, fault_timings
-from analysis.frames import enrich_requests, load_frames, runs_frame
-from analysis.loss import LossCheck, annotate, loss_checks, readback_keys
+from analysis.fault_timing import FaultSpec
+from analysis.frames import Frames, enrich_requests, load_frames, runs_frame
+from analysis.loss import LossCheck, key_flags, loss_checks
 from analysis.measures import measure
 from analysis.rundir import RunDir
 from analysis.timeline import NS
 from analysis.verdict import RunVerdict, judge
 
 Step = Callable[[str], None]
+PER_SECOND_SCHEMA = pa.schema(
+    [("sec", pa.int64()), ("sends", pa.int64()), ("send_ok", pa.int64()), ("ok", pa.int64()), ("fail", pa.int64()),
+     ("info", pa.int64()), ("intended", pa.int64()), ("intended_max", pa.float64()), ("actual_max", pa.float64())]
+    + [(f"{b}_{q}", pa.float64()) for b in ("intended", "actual") for q in ("p50", "p90", "p99", "p999")])
 
 
 @dataclass
@@ -51,107 +56,195 @@ def _split(table: pa.Table, run_id: str, sort: Sequence[str] = ()) -> pa.Table:
     return t.sort_by([(k, "ascending") for k in sort]) if sort and t.num_rows else t
 
 
-def _raw_counts(requests: DataFrame) -> dict[str, dict[str, int]]:
-    rows = requests.groupBy("run_id").agg(F.count(F.lit(1)).alias("rows"), F.min("start_ns").alias("first"),
-                                          F.max("end_ns").alias("last")).collect()
-    return {r["run_id"]: r.asDict() for r in rows}
+def _t0(spark: SparkSession, runs: Sequence[RunDir], requests: DataFrame) -> dict[str, int | None]:
+    """Zero of each run's time axis: the first phase start from events.jsonl, else the first send's start."""
+    t0 = {r.run_id: r.timeline.t0_ns for r in runs}
+    missing = [k for k, v in t0.items() if v is None]
+    if missing:
+        for r in requests.where(F.col("run_id").isin(missing)).groupBy("run_id").agg(
+                F.min("start_ns").alias("first")).collect():
+            t0[r["run_id"]] = r["first"]
+    return t0
 
 
 def compute(spark: SparkSession, runs: Sequence[RunDir], step: Step = lambda _: None) -> list[RunResults]:
     """Run every Spark step for all `runs` and return their results in the same order."""
     step("reading part files")
-    ids = [r.run_id for r in runs]
     frames = load_frames(spark, runs)
-    raw = _raw_counts(frames.requests)
-    warnings: dict[str, list[str]] = {r.run_id: list(r.warnings) for r in runs}
-    for run in runs:
-        if run.parts["requests"] and raw.get(run.run_id, {}).get("rows", 0) == 0:
-            others = sorted(set(raw) - set(ids))
-            warnings[run.run_id].append(f"requests/: no row has run_id {run.run_id!r}"
-                                        + (f" (found {', '.join(others[:3])})" if others else ""))
-    t0 = {r.run_id: r.timeline.t0_ns if r.timeline.t0_ns is not None else raw.get(r.run_id, {}).get("first")
-          for r in runs}
+    t0 = _t0(spark, runs, frames.requests)
     runs_df = runs_frame(spark, {k: v for k, v in t0.items() if v is not None})
-
-    step("joining requests with the read-back")
-    readback_runs = {r.run_id: r.timeline.readback_nodes for r in runs if r.readback_complete}
-    rb_keys = readback_keys(frames.readback) if readback_runs else None
+    # not cached: Spark's in-memory cache costs more to build than re-reading the pruned Parquet columns
     enriched = enrich_requests(frames.requests, runs_df)
-    annotated = annotate(enriched, rb_keys, list(readback_runs)).persist(StorageLevel.MEMORY_AND_DISK)
+    spark.conf.set("spark.sql.objectHashAggregate.sortBased.fallbackThreshold", str(stats.OBJECT_AGG_FALLBACK))
+    return _compute(spark, runs, frames, enriched, runs_df, t0, step)
+
+
+def _compute(spark: SparkSession, runs: Sequence[RunDir], frames: Frames, enriched: DataFrame, runs_df: DataFrame,
+             t0: dict[str, int | None], step: Step) -> list[RunResults]:
+    ids = [r.run_id for r in runs]
+
+    step("outcome counts and per-second series")
+    counts = stats.outcome_counts(enriched).toArrow()
+    per_sec = stats.per_second(enriched).toArrow()
+    intended = stats.intended_per_second(enriched).toArrow()
+    metrics = stats.metrics_per_second(frames.metrics, runs_df).toArrow()
+    other = sorted({r["outcome"] for r in counts.select(["outcome"]).to_pylist()} - set(c.OUTCOMES))
+    out_other = stats.outcomes_per_second(enriched, other).toArrow() if other else None
+
+    step("latency percentiles")
+    pct: dict[str, pa.Table] = {}
+    for basis in stats.BASIS_COLUMNS:
+        lc = stats.latency_counts(enriched, basis).persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            for name, keys in (("phase", ["run_id", "phase"]), ("run", ["run_id"])):
+                pct[f"{basis}_{name}"] = stats.nearest_rank(lc, keys, basis).toArrow()
+        finally:
+            lc.unpersist()
+
+    step("loss check")
+    totals = _totals(counts)
+    readback_runs = {r.run_id: r.timeline.readback_nodes for r in runs if r.readback_complete}
+    flags_df = None
+    if readback_runs:
+        flags_df = key_flags(enriched, frames.readback, list(readback_runs)).persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        step("per-second and per-phase statistics")
-        per_sec = stats.per_second(annotated).toArrow()
-        intended = stats.intended_per_second(annotated).toArrow()
-        out_sec = stats.outcomes_per_second(annotated).toArrow()
-        phases = stats.per_phase(annotated).toArrow()
-        counts = stats.outcome_counts(annotated).toArrow()
-        metrics = stats.metrics_per_second(frames.metrics, runs_df).toArrow()
-
-        step("loss check")
-        loss = loss_checks(annotated, frames.readback, rb_keys, readback_runs, ids)
-
+        loss = loss_checks(flags_df, readback_runs, totals, ids)
         step("fault timings and expectations")
         specs = [FaultSpec((r.run_id, f.fault_id), r.run_id, f) for r in runs for f in r.timeline.faults]
-        timings = fault_timings(annotated, specs)
-        measured = measure(annotated, runs, t0, loss)
+        measured, timings = measure(enriched, flags_df, runs, t0, loss, specs)
     finally:
-        annotated.unpersist()
+        if flags_df is not None:
+            flags_df.unpersist()
 
     results = []
     for run in runs:
         rid = run.run_id
+        rows = totals.get(rid, {}).get("attempted", 0)
+        warnings = list(run.warnings)
+        if run.parts["requests"] and rows == 0:
+            warnings.append(f"requests/: no row has run_id {rid!r}: the parts belong to another run")
         verdict = RunVerdict(rid, run.scenario_name,
                              [judge(e, measured[(rid, i)]) for i, e in enumerate(run.expectations)])
-        faults = [_fault_row(run, f, timings[(rid, f.fault_id)], t0[rid]) for f in run.timeline.faults]
+        faults = [_fault_row(f, timings[(rid, f.fault_id)], t0[rid]) for f in run.timeline.faults]
+        run_counts = _split(counts, rid, ["phase", "outcome"])
         results.append(RunResults(
-            run=run, t0_ns=t0[rid], rows=int(raw.get(rid, {}).get("rows", 0)),
-            per_second=_merge_intended(_split(per_sec, rid, ["sec"]), _split(intended, rid, ["sec"])),
-            outcomes_per_second=_split(out_sec, rid, ["sec", "outcome"]),
-            per_phase=_phase_rows(run, _split(phases, rid)),
-            outcome_counts=_split(counts, rid, ["phase", "outcome"]),
-            metrics_per_second=_split(metrics, rid, ["node", "sec"]),
-            loss=loss[rid], faults=faults, verdict=verdict, warnings=warnings[rid],
+            run=run, t0_ns=t0[rid], rows=rows,
+            per_second=_per_second(_split(per_sec, rid), _split(intended, rid)),
+            outcomes_per_second=_outcomes_long(_split(per_sec, rid),
+                                               _split(out_other, rid) if out_other is not None else None),
+            per_phase=_per_phase(run, run_counts, {k: _split(v, rid) for k, v in pct.items()}),
+            outcome_counts=run_counts, metrics_per_second=_split(metrics, rid, ["node", "sec"]),
+            loss=loss[rid], faults=faults, verdict=verdict, warnings=warnings,
         ))
-        verdict.extra = {"loss": loss[rid].to_json(), "faults": faults, "warnings": warnings[rid],
+        verdict.extra = {"loss": loss[rid].to_json(), "faults": faults, "warnings": warnings,
                          "run_status": run.timeline.status}
     return results
 
 
-def _merge_intended(per_sec: pa.Table, intended: pa.Table) -> pa.Table:
-    """Per-second rows for every second that has sends or intended sends; `intended` column added."""
-    joined = per_sec.join(intended, "sec", join_type="full outer")
-    for name in ("sends", "send_ok", "ok", "fail", "info", "intended"):
-        joined = joined.set_column(joined.schema.get_field_index(name), name, pc.fill_null(joined[name], 0))
-    return joined.sort_by("sec")
+def _totals(counts: pa.Table) -> dict[str, dict[str, int]]:
+    """run -> attempted, acknowledged (ok class), send_ok: sums of the outcome-count rows."""
+    out: dict[str, dict[str, int]] = {}
+    for r in counts.select(["run_id", "outcome", "cls", "sends"]).to_pylist():
+        t = out.setdefault(r["run_id"], {"attempted": 0, "acknowledged": 0, "send_ok": 0})
+        t["attempted"] += r["sends"]
+        t["acknowledged"] += r["sends"] if r["cls"] == c.OK else 0
+        t["send_ok"] += r["sends"] if r["outcome"] == c.SEND_OK else 0
+    return out
 
 
-def _phase_rows(run: RunDir, table: pa.Table) -> list[dict[str, Any]]:
-    """Per-phase rows in the order the phases ran, the whole run last, with duration and achieved rate."""
-    rows = table.to_pylist()
-    order = {p.name: i for i, p in enumerate(run.timeline.phases)}
+def _add_counts(acc: dict[str, Any], row: dict[str, Any]) -> None:
+    acc["sends"] += row["sends"]
+    acc["send_ok"] += row["sends"] if row["outcome"] == c.SEND_OK else 0
+    acc[row["cls"]] += row["sends"]
+    for k in ("intended_max", "actual_max"):
+        if row[k] is not None:
+            acc[k] = row[k] if acc[k] is None else max(acc[k], row[k])
+
+
+def _empty_counts() -> dict[str, Any]:
+    return {"sends": 0, "send_ok": 0, **dict.fromkeys(c.JEPSEN_CLASSES, 0), "intended_max": None,
+            "actual_max": None}
+
+
+def _percentile_columns(table: pa.Table, key: str | None) -> dict[Any, dict[str, float]]:
+    cols = [n for n in table.column_names if n not in ("sec", "phase")]
+    return {(r[key] if key else None): {k: r[k] for k in cols} for r in table.to_pylist()}
+
+
+def _per_second(per_sec: pa.Table, intended: pa.Table) -> pa.Table:
+    """One row per second that had a send or an intended send: counts by class, maxima, percentiles, intended."""
+    rows: dict[int, dict[str, Any]] = {}
+    for r in per_sec.to_pylist():
+        row = {k: v for k, v in r.items() if not k.startswith("n_")}
+        row["send_ok"] = r[f"n_{c.SEND_OK}"]
+        for k in c.JEPSEN_CLASSES:
+            row[k] = sum(r[f"n_{w}"] for w in c.OUTCOMES if c.OUTCOME_CLASS[w] == k)
+        row[c.INFO] += r["n_other"]
+        rows[r["sec"]] = row
+    empty = {**_empty_counts(), **dict.fromkeys(f"{b}_{q}" for b in stats.BASIS_COLUMNS for q in stats.QUANTILE_NAMES)}
+    for r in intended.to_pylist():
+        rows.setdefault(r["sec"], {**empty, "sec": r["sec"]})["intended"] = r["intended"]
+    out = [{"intended": 0, **rows[sec]} for sec in sorted(rows)]
+    return pa.Table.from_pylist(out, schema=PER_SECOND_SCHEMA)
+
+
+def _outcomes_long(per_sec: pa.Table, other: pa.Table | None) -> pa.Table:
+    """sec, outcome, sends for every (second, outcome) with sends: the stacked-outcome series."""
+    rows = [{"sec": r["sec"], "outcome": w, "sends": r[f"n_{w}"]} for r in per_sec.to_pylist()
+            for w in c.OUTCOMES if r[f"n_{w}"]]
+    if other is not None:
+        rows += [{"sec": r["sec"], "outcome": r["outcome"], "sends": r["sends"]} for r in other.to_pylist()]
+    rows.sort(key=lambda r: (r["sec"], r["outcome"]))
+    return pa.Table.from_pylist(rows, schema=pa.schema([("sec", pa.int64()), ("outcome", pa.string()),
+                                                       ("sends", pa.int64())]))
+
+
+def _per_phase(run: RunDir, counts: pa.Table, pct: dict[str, pa.Table]) -> list[dict[str, Any]]:
+    """Per-phase rows in the order the phases ran, the whole run last: counts, duration, rate, percentiles."""
+    groups: dict[Any, dict[str, Any]] = {}
+    whole = _empty_counts()
+    for row in counts.to_pylist():
+        acc = groups.setdefault(row["phase"], {**_empty_counts(), "first_start_ns": None, "last_end_ns": None})
+        _add_counts(acc, row)
+        _add_counts(whole, row)
+        for k, pick in (("first_start_ns", min), ("last_end_ns", max)):
+            acc[k] = row[k] if acc[k] is None else pick(acc[k], row[k])
     out = []
-    for row in rows:
-        whole = bool(row.pop("all_phases"))
-        name = row.get("phase")
-        ph = None if whole else run.timeline.phase(name) if name is not None else None
-        if whole:
-            phases = run.timeline.phases
-            start = phases[0].start_ns if phases else row["first_start_ns"]
-            end = phases[-1].end_ns if phases else row["last_end_ns"]
-            complete = run.timeline.completed
-        else:
-            start, end = (ph.start_ns, ph.end_ns) if ph else (None, None)
-            complete = bool(ph and ph.complete)
-        seconds = (end - start) / NS if start is not None and end is not None and end > start else None
-        row.update(phase="(whole run)" if whole else name, whole_run=whole, seconds=seconds,
-                   rate=row["sends"] / seconds if seconds else None, complete=complete and run.requests_complete,
-                   ok_share=row["send_ok"] / row["sends"] if row["sends"] else None)
-        out.append(row)
+    order = {p.name: i for i, p in enumerate(run.timeline.phases)}
+    for name, acc in groups.items():
+        ph = run.timeline.phase(name) if name is not None else None
+        start, end = (ph.start_ns, ph.end_ns) if ph else (None, None)
+        row = {"phase": name, "whole_run": False, **acc, "complete": bool(ph and ph.complete)}
+        for basis in stats.BASIS_COLUMNS:
+            row.update(_percentile_columns(pct[f"{basis}_phase"], "phase").get(name, {}))
+        out.append(_finish_phase(row, start, end, run))
+    phases = run.timeline.phases
+    row = {"phase": "(whole run)", "whole_run": True, **whole, "complete": run.timeline.completed}
+    for basis in stats.BASIS_COLUMNS:
+        row.update(_percentile_columns(pct[f"{basis}_run"], None).get(None, {}))
+    firsts = [g["first_start_ns"] for g in groups.values() if g["first_start_ns"] is not None]
+    lasts = [g["last_end_ns"] for g in groups.values() if g["last_end_ns"] is not None]
+    start = phases[0].start_ns if phases else min(firsts, default=None)
+    end = phases[-1].end_ns if phases else max(lasts, default=None)
+    out.append(_finish_phase(row, start, end, run))
     out.sort(key=lambda r: (r["whole_run"], order.get(r["phase"], len(order)), str(r["phase"])))
     return out
 
 
-def _fault_row(run: RunDir, f: Any, timing: Any, t0: int | None) -> dict[str, Any]:
+def _finish_phase(row: dict[str, Any], start: int | None, end: int | None, run: RunDir) -> dict[str, Any]:
+    seconds = (end - start) / NS if start is not None and end is not None and end > start else None
+    for basis in stats.BASIS_COLUMNS:
+        for q in stats.QUANTILE_NAMES:
+            row.setdefault(f"{basis}_{q}", None)
+    row.update(seconds=seconds, rate=row["sends"] / seconds if seconds else None,
+               ok_share=row["send_ok"] / row["sends"] if row["sends"] else None,
+               complete=row["complete"] and run.requests_complete)
+    row.pop("first_start_ns", None)
+    row.pop("last_end_ns", None)
+    return row
+
+
+def _fault_row(f: Any, timing: Any, t0: int | None) -> dict[str, Any]:
     def rel(ns: int | None) -> float | None:
         return None if ns is None or t0 is None else (ns - t0) / NS
 

@@ -8,13 +8,15 @@
 
 Both can be narrowed by a filter (e.g. one client, or "first SLAVE_NOT_AVAILABLE"). `inf` means it never
 happened within the rows of the run; `None` means it cannot be measured (the fault was never verified/reverted).
+All first errors are one aggregation (whose expressions other aggregations can carry along), all recoveries one
+more scan.
 """
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import reduce
+from typing import Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -34,6 +36,10 @@ class FaultSpec:
     rows: Column | None = None
     errors: Column | None = None
 
+    def row_cond(self) -> Column:
+        cond = F.col("run_id") == F.lit(self.run_id)
+        return cond if self.rows is None else cond & self.rows
+
 
 @dataclass
 class FaultTiming:
@@ -44,32 +50,24 @@ class FaultTiming:
     recovery_s: float | None = None
 
 
-def fault_timings(annotated: DataFrame, specs: Sequence[FaultSpec]) -> dict[Hashable, FaultTiming]:
-    """Measure every spec in two Spark jobs (one for first errors, one for clean seconds)."""
-    out = {s.key: FaultTiming(s.key) for s in specs}
-    _first_errors(annotated, [s for s in specs if s.fault.verified_ns is not None], out)
-    _recoveries(annotated, [s for s in specs if s.fault.reverted_ns is not None], out)
-    return out
-
-
-def _rows(s: FaultSpec) -> Column:
-    cond = F.col("run_id") == s.run_id
-    return cond if s.rows is None else cond & s.rows
-
-
-def _first_errors(df: DataFrame, specs: Sequence[FaultSpec], out: dict[Hashable, FaultTiming]) -> None:
-    if not specs:
-        return
+def first_error_exprs(specs: Sequence[FaultSpec]) -> list[Column]:
+    """Aggregate expressions (aliases `fe<i>`) of each verified spec's first error: struct(end_ns, outcome)."""
     exprs = []
     for i, s in enumerate(specs):
+        if s.fault.verified_ns is None:
+            continue
         err = s.errors if s.errors is not None else F.col("outcome") != c.SEND_OK
-        since = s.fault.shade_start_ns
-        cond = _rows(s) & err & (F.col("end_ns") >= F.lit(since))
-        exprs.append(F.min(F.when(cond, F.struct("end_ns", "outcome"))).alias(f"e{i}"))
-    row = df.agg(*exprs).first()
+        cond = s.row_cond() & err & (F.col("end_ns") >= F.lit(s.fault.shade_start_ns))
+        exprs.append(F.min(F.when(cond, F.struct("end_ns", "outcome"))).alias(f"fe{i}"))
+    return exprs
+
+
+def read_first_errors(row: Mapping[str, Any], specs: Sequence[FaultSpec], out: dict[Hashable, FaultTiming]) -> None:
     for i, s in enumerate(specs):
+        if s.fault.verified_ns is None:
+            continue
         t = out[s.key]
-        hit = row[f"e{i}"] if row is not None else None
+        hit = row.get(f"fe{i}")
         if hit is None:
             t.fault_to_first_error_s = math.inf
             continue
@@ -77,25 +75,37 @@ def _first_errors(df: DataFrame, specs: Sequence[FaultSpec], out: dict[Hashable,
         t.fault_to_first_error_s = (hit["end_ns"] - s.fault.verified_ns) / NS
 
 
+def fault_timings(requests: DataFrame, specs: Sequence[FaultSpec],
+                  first_errors: Mapping[str, Any] | None = None) -> dict[Hashable, FaultTiming]:
+    """Measure every spec. `first_errors`: the row of an aggregation that already carried `first_error_exprs`
+    (otherwise one aggregation here)."""
+    out = {s.key: FaultTiming(s.key) for s in specs}
+    exprs = first_error_exprs(specs)
+    if exprs and first_errors is None:
+        row = requests.agg(*exprs).first()
+        first_errors = row.asDict() if row is not None else {}
+    read_first_errors(first_errors or {}, specs, out)
+    _recoveries(requests, specs, out)
+    return out
+
+
 def _recoveries(df: DataFrame, specs: Sequence[FaultSpec], out: dict[Hashable, FaultTiming]) -> None:
-    if not specs:
+    """One scan: each row goes to the (spec, second after revert) it belongs to; the first clean second wins."""
+    reverted = [(i, s) for i, s in enumerate(specs) if s.fault.reverted_ns is not None]
+    if not reverted:
         return
-    parts = []
-    for i, s in enumerate(specs):
-        rev = s.fault.reverted_ns
-        parts.append(
-            df.where(_rows(s) & (F.col("end_ns") >= F.lit(rev)))
-            .select(F.lit(i).alias("spec"),
-                    F.floor((F.col("end_ns") - F.lit(rev)) / F.lit(NS)).cast("long").alias("k"),
-                    (F.col("outcome") != c.SEND_OK).cast("long").alias("bad"))
-        )
-    seconds = reduce(DataFrame.unionByName, parts)
+    entries = F.array_compact(F.array(*[
+        F.when(s.row_cond() & (F.col("end_ns") >= F.lit(s.fault.reverted_ns)), F.struct(
+            F.lit(i).alias("spec"),
+            F.floor((F.col("end_ns") - F.lit(s.fault.reverted_ns)) / F.lit(NS)).cast("long").alias("k")))
+        for i, s in reverted]))
+    seconds = df.select(F.explode(entries).alias("e"), (F.col("outcome") != c.SEND_OK).cast("long").alias("bad"))
     clean = (
-        seconds.groupBy("spec", "k").agg(F.sum("bad").alias("bad"))
+        seconds.groupBy("e.spec", "e.k").agg(F.sum("bad").alias("bad"))
         .where(F.col("bad") == 0)
         .groupBy("spec").agg(F.min("k").alias("k"))
         .collect()
     )
     first = {r["spec"]: r["k"] for r in clean}
-    for i, s in enumerate(specs):
+    for i, s in reverted:
         out[s.key].recovery_s = float(first[i]) if i in first else math.inf

@@ -26,8 +26,9 @@ ARROW_TO_SPARK: dict[pa.DataType, T.DataType] = {
     pa.int32(): T.IntegerType(),
     pa.float64(): T.DoubleType(),
 }
-REQUEST_COLUMNS = ("run_id", "worker", "client", "key", "intended_ns", "start_ns", "end_ns", "latency_ms",
-                   "service_ms", "phase", "outcome", "response_code", "remark")
+REQUEST_COLUMNS = ("run_id", "client", "key", "intended_ns", "start_ns", "end_ns", "latency_ms", "service_ms",
+                   "phase", "outcome", "response_code", "remark")
+ENRICHED_COLUMNS = tuple(c for c in REQUEST_COLUMNS if c != "intended_ns")
 
 
 def spark_schema(schema: pa.Schema) -> T.StructType:
@@ -81,12 +82,14 @@ def second_of(ns: Column, t0_ns: Column) -> Column:
 
 
 def enrich_requests(requests: DataFrame, runs: DataFrame) -> DataFrame:
-    """Request rows with `cls`, `sec` (by start), `isec` (by intended start) and `remark_pattern`."""
+    """The request columns the job uses, with `cls`, `sec` (by start), `isec` (by intended start) and
+    `remark_pattern`. Rows of runs not in `runs` are dropped."""
     return (
         requests.select(*REQUEST_COLUMNS)
         .join(F.broadcast(runs), "run_id", "inner")
-        .withColumn("cls", jepsen_class(F.col("outcome")))
-        .withColumn("sec", second_of(F.col("start_ns"), F.col("t0_ns")))
-        .withColumn("isec", second_of(F.coalesce(F.col("intended_ns"), F.col("start_ns")), F.col("t0_ns")))
-        .withColumn("remark_pattern", F.regexp_replace(F.col("remark"), "[0-9]+", "N"))
+        .select(*ENRICHED_COLUMNS,
+                jepsen_class(F.col("outcome")).alias("cls"),
+                second_of(F.col("start_ns"), F.col("t0_ns")).alias("sec"),
+                second_of(F.coalesce(F.col("intended_ns"), F.col("start_ns")), F.col("t0_ns")).alias("isec"),
+                F.regexp_replace(F.col("remark"), "[0-9]+", "N").alias("remark_pattern"))
     )

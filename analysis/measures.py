@@ -12,18 +12,18 @@ Rules (architecture §6 and §8):
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from analysis import contract as c
-from analysis.expectations import FAULT_METRICS, LATENCY_METRICS, LATENCY_QUANTILE, Expectation
-from analysis.fault_timing import FaultSpec, fault_timings
-from analysis.loss import LossCheck, flags
+from analysis.expectations import FAULT_METRICS, LATENCY_METRICS, LATENCY_QUANTILE, LOSS_METRICS, Expectation
+from analysis.fault_timing import FaultSpec, FaultTiming, fault_timings, first_error_exprs
+from analysis.loss import LossCheck, annotate, flags
 from analysis.rundir import RunDir
-from analysis.stats import BASIS_COLUMNS, PERCENTILE_ACCURACY
+from analysis.stats import BASIS_COLUMNS, micros, nearest_rank
 from analysis.timeline import NS
 
 ROW_LOSS_METRICS = ("lost", "not_on_slave", "duplicated", "recovered")
@@ -94,17 +94,14 @@ def _aggregates(e: Expectation, w: Window, tag: str) -> list[Column]:
     n = F.sum(w.cond.cast("long")).alias(f"{tag}_n")
     if e.metric == "share":
         return [n, F.sum(w.base.cast("long")).alias(f"{tag}_d")]
-    if e.metric in LATENCY_METRICS:
-        col = F.when(w.cond, F.col(BASIS_COLUMNS[e.basis]))
-        q = LATENCY_QUANTILE[e.metric]
-        v = F.max(col) if q == 1.0 else F.percentile_approx(col, [q], PERCENTILE_ACCURACY)[0]
-        return [n, v.alias(f"{tag}_v")]
+    if e.metric == "latency_max_ms":
+        return [n, F.max(F.when(w.cond, F.col(BASIS_COLUMNS[e.basis]))).alias(f"{tag}_v")]
     if e.metric in ROW_LOSS_METRICS:
         return [n, F.sum((w.cond & flags()[e.metric]).cast("long")).alias(f"{tag}_v")]
     return [n]
 
 
-def _row_value(e: Expectation, w: Window, row: dict, tag: str, run: RunDir, loss: LossCheck) -> Measurement:
+def _row_value(e: Expectation, w: Window, row: dict, tag: str, loss: LossCheck) -> Measurement:
     n = int(row.get(f"{tag}_n") or 0)
     if e.metric in ("count", "rate") and not w.complete:
         return Measurement(None, f"not every row is there: {w.why_incomplete}", n)
@@ -120,12 +117,26 @@ def _row_value(e: Expectation, w: Window, row: dict, tag: str, run: RunDir, loss
     if e.metric in LATENCY_METRICS:
         v = row.get(f"{tag}_v")
         return Measurement(float(v), None, n) if v is not None else Measurement(None, "no sends match the filters", 0)
-    # loss metrics
-    if not loss.measured:
-        return Measurement(None, loss.note, n)
-    if e.metric == "not_on_slave" and not loss.slave_read:
+    # loss metrics over filtered rows
+    if not loss.measured or (e.metric == "not_on_slave" and not loss.slave_read):
         return Measurement(None, loss.note, n)
     return Measurement(float(row.get(f"{tag}_v") or 0), None, n)
+
+
+def _latency_percentiles(df: DataFrame, items: list[tuple[str, Expectation, Window]]) -> dict[str, float]:
+    """tag -> the nearest-rank percentile (whole microseconds, as ms) of each latency expectation's rows."""
+    wanted = [(tag, e, w) for tag, e, w in items if e.metric != "latency_max_ms"]
+    if not wanted:
+        return {}
+    tagged = F.array_compact(F.array(*[
+        F.when(w.cond, F.struct(F.lit(tag).alias("tag"), micros(F.col(BASIS_COLUMNS[e.basis])).alias("us")))
+        for tag, e, w in wanted]))
+    counts = df.select(F.explode(tagged).alias("t")).groupBy("t.tag", "t.us").agg(F.count(F.lit(1)).alias("c"))
+    quantiles = sorted({LATENCY_QUANTILE[e.metric] for _, e, _ in wanted})
+    names = [f"q{i}" for i in range(len(quantiles))]
+    rows = {r["tag"]: r for r in nearest_rank(counts, ["tag"], "v", quantiles, names).collect()}
+    return {tag: rows[tag][f"v_q{quantiles.index(LATENCY_QUANTILE[e.metric])}"] for tag, e, _ in wanted
+            if tag in rows}
 
 
 def _fault_rows(e: Expectation) -> tuple[Column | None, Column | None]:
@@ -140,40 +151,55 @@ def _fault_rows(e: Expectation) -> tuple[Column | None, Column | None]:
     return rows, errs
 
 
-def measure(annotated: DataFrame, runs: Sequence[RunDir], t0: dict[str, int | None],
-            loss: dict[str, LossCheck]) -> dict[tuple[str, int], Measurement]:
-    """Measure every expectation of every run; keys are (run_id, index in the run's `expect` list)."""
+def measure(enriched: DataFrame, flags_df: DataFrame | None, runs: Sequence[RunDir], t0: dict[str, int | None],
+            loss: dict[str, LossCheck], report_specs: Sequence[FaultSpec] = ()
+            ) -> tuple[dict[tuple[str, int], Measurement], dict[Hashable, FaultTiming]]:
+    """Measure every expectation of every run (keys: (run_id, index in the run's `expect` list)), and the fault
+    timings of `report_specs` on the way.
+
+    One aggregation over the request rows (joined with the loss flags only when a loss metric has filters)
+    carries every row metric and every first error; latency percentiles take one more scan, recoveries one more."""
     out: dict[tuple[str, int], Measurement] = {}
     exprs: list[Column] = []
     rows_needed: list[tuple[RunDir, int, Expectation, Window, str]] = []
-    specs: list[FaultSpec] = []
+    specs: list[FaultSpec] = list(report_specs)
+    joined = False
     for r_i, run in enumerate(runs):
         for i, e in enumerate(run.expectations):
-            if e.metric == "unexpected":
-                out[(run.run_id, i)] = _unexpected(run, loss[run.run_id])
+            key = (run.run_id, i)
+            if e.metric in LOSS_METRICS and not e.filters:
+                out[key] = _loss_value(e, run, loss[run.run_id])
             elif e.metric in FAULT_METRICS:
                 fw = run.timeline.fault(e.fault or "")
                 if fw is None:
-                    out[(run.run_id, i)] = Measurement(None, f"no fault {e.fault!r} in events.jsonl")
+                    out[key] = Measurement(None, f"no fault {e.fault!r} in events.jsonl")
                     continue
                 rows, errs = _fault_rows(e)
-                specs.append(FaultSpec((run.run_id, i), run.run_id, fw, rows, errs))
+                specs.append(FaultSpec(("expect", *key), run.run_id, fw, rows, errs))
             else:
+                joined = joined or (e.metric in ROW_LOSS_METRICS and flags_df is not None)
                 w = window(e, run, t0.get(run.run_id))
                 tag = f"r{r_i}x{i}"
                 exprs += _aggregates(e, w, tag)
                 rows_needed.append((run, i, e, w, tag))
+    rows_df = annotate(enriched, flags_df) if joined and flags_df is not None else enriched
+    exprs += first_error_exprs(specs)
+    values: dict = {}
     if exprs:
-        row = annotated.agg(*exprs).first()
+        row = rows_df.agg(*exprs).first()
         values = row.asDict() if row is not None else {}
-        for run, i, e, w, tag in rows_needed:
-            out[(run.run_id, i)] = _row_value(e, w, values, tag, run, loss[run.run_id])
+    values.update({f"{tag}_v": v for tag, v in _latency_percentiles(
+        rows_df, [(tag, e, w) for _, _, e, w, tag in rows_needed if e.metric in LATENCY_METRICS]).items()})
+    for run, i, e, w, tag in rows_needed:
+        out[(run.run_id, i)] = _row_value(e, w, values, tag, loss[run.run_id])
+    timings = fault_timings(enriched, specs, first_errors=values)
     by_run = {r.run_id: r for r in runs}
-    for key, t in fault_timings(annotated, specs).items():
-        run = by_run[key[0]]
-        out[key] = _fault_value(run.expectations[key[1]], run, t.fault_to_first_error_s, t.recovery_s,
-                                t.first_error_outcome)
-    return out
+    for key, t in timings.items():
+        if isinstance(key, tuple) and key and key[0] == "expect":
+            run = by_run[key[1]]
+            out[(key[1], key[2])] = _fault_value(run.expectations[key[2]], run, t.fault_to_first_error_s,
+                                                 t.recovery_s, t.first_error_outcome)
+    return out, timings
 
 
 def _fault_value(e: Expectation, run: RunDir, first: float | None, recovery: float | None,
@@ -196,9 +222,11 @@ def _fault_value(e: Expectation, run: RunDir, first: float | None, recovery: flo
     return Measurement(value, note)
 
 
-def _unexpected(run: RunDir, loss: LossCheck) -> Measurement:
+def _loss_value(e: Expectation, run: RunDir, loss: LossCheck) -> Measurement:
+    """An unfiltered loss metric: the run's loss-check count."""
     if not loss.measured:
         return Measurement(None, loss.note)
-    if not run.requests_complete:
+    if e.metric == "unexpected" and not run.requests_complete:
         return Measurement(None, "request part files were skipped: read-back keys may lack their request row")
-    return Measurement(float(loss.counts.get("unexpected") or 0))
+    value = loss.counts.get(e.metric)
+    return Measurement(None, loss.note) if value is None else Measurement(float(value))

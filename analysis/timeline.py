@@ -142,8 +142,8 @@ def build_timeline(events: Iterable[Mapping[str, Any]]) -> Timeline:
         elif name == c.EVENT_READBACK_END:
             tl.readback_ended = True
             tl.readback_rows = _int(ev.get("rows"))
-            nodes = ev.get("nodes")
-            tl.readback_nodes = [str(n) for n in nodes] if isinstance(nodes, list) else None
+            nodes = ev.get("nodes")  # the nodes read: a list, or {node: rows}
+            tl.readback_nodes = [str(n) for n in nodes] if isinstance(nodes, list | dict) else None
     _close_phases(tl)
     tl.faults = list(faults.values())
     return tl
@@ -151,10 +151,14 @@ def build_timeline(events: Iterable[Mapping[str, Any]]) -> Timeline:
 
 def _fault_event(faults: dict[str, FaultWindow], ev: Mapping[str, Any], wall: int) -> None:
     fid = str(ev.get("fault_id") or ev.get("kind") or "fault")
-    f = faults.setdefault(fid, FaultWindow(fault_id=fid))
+    action, status = ev.get("action"), ev.get("status")
+    repeats = [k for k in faults if k == fid or k.startswith(f"{fid}#")]
+    if action == "apply" and status == "started" and repeats and faults[repeats[-1]].apply_started_ns is not None:
+        repeats.append(f"{fid}#{len(repeats) + 1}")  # the same fault applied again: a window of its own
+    key = repeats[-1] if repeats else fid
+    f = faults.setdefault(key, FaultWindow(fault_id=key))
     f.kind = ev.get("kind") or f.kind
     f.target = ev.get("target") or f.target
-    action, status = ev.get("action"), ev.get("status")
     if status == "failed":
         f.errors.append(f"{action} failed: {ev.get('error') or 'no error text'}")
     if action == "apply" and status == "started" and f.apply_started_ns is None:

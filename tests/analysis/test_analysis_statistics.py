@@ -1,0 +1,105 @@
+"""Statistics of the known-answer runs, computed by the real job on Spark: percentiles (nearest rank), counts,
+per-second series, outcome/remark counts, node metrics. Answers are known by construction or recomputed from the
+part files with plain Python (an independent oracle)."""
+from __future__ import annotations
+
+import math
+
+import pyarrow.parquet as pq
+import pytest
+
+pytestmark = pytest.mark.spark
+
+QS = {"p50": 0.5, "p90": 0.9, "p99": 0.99, "p999": 0.999, "max": 1.0}
+
+
+def nearest_rank(values, q):
+    v = sorted(values)
+    return v[max(0, math.ceil(q * len(v)) - 1)]
+
+
+def rows_of(path):
+    return pq.read_table(path / "requests").to_pylist()
+
+
+def phase(res, name):
+    return next(p for p in res.per_phase if p["phase"] == name)
+
+
+def test_healthy_phase_percentiles_are_exact(analysed):
+    res = analysed.result("ro-run")
+    nums = analysed.answers["ro-run"].numbers
+    healthy = phase(res, "healthy")
+    assert {q: healthy[f"intended_{q}"] for q in QS} == nums["healthy_intended"]
+    assert {q: healthy[f"actual_{q}"] for q in QS} == nums["healthy_actual"]
+    assert healthy["sends"] == 1000 and healthy["seconds"] == 10.0 and healthy["rate"] == 100.0
+
+
+@pytest.mark.parametrize("run_id", ["ro-run", "clean-run"])
+def test_every_phase_matches_a_sorted_list(analysed, run_id):
+    res = analysed.result(run_id)
+    rows = rows_of(analysed.paths[run_id])
+    for p in res.per_phase:
+        mine = rows if p["whole_run"] else [r for r in rows if r["phase"] == p["phase"]]
+        assert p["sends"] == len(mine)
+        for q, frac in QS.items():
+            assert p[f"intended_{q}"] == nearest_rank([r["latency_ms"] for r in mine], frac), (p["phase"], q)
+            assert p[f"actual_{q}"] == nearest_rank([r["service_ms"] for r in mine], frac), (p["phase"], q)
+        assert p["send_ok"] == sum(r["outcome"] == "SEND_OK" for r in mine)
+
+
+def test_phase_class_counts(analysed):
+    ro = phase(analysed.result("ro-run"), "readonly")
+    assert (ro["sends"], ro["ok"], ro["fail"], ro["info"]) == (1010, 505, 200, 305)
+    assert ro["rate"] == pytest.approx(101.0)
+    whole = phase(analysed.result("ro-run"), "(whole run)")
+    assert whole["sends"] == 3010 and whole["seconds"] == 30.0
+
+
+def test_per_second_series(analysed):
+    ps = {r["sec"]: r for r in analysed.result("ro-run").per_second.to_pylist()}
+    for s in range(10):  # healthy: second s holds latencies 100s+1 .. 100s+100
+        assert ps[s]["sends"] == 100
+        assert (ps[s]["intended_p50"], ps[s]["intended_p90"], ps[s]["intended_p99"], ps[s]["intended_p999"],
+                ps[s]["intended_max"]) == (100 * s + 50, 100 * s + 90, 100 * s + 99, 100 * s + 100, 100 * s + 100)
+    assert ps[12]["sends"] == 101 and ps[12]["send_ok"] == 0 and ps[12]["info"] == 101
+    assert ps[-1]["intended"] == 1 and ps[-1]["sends"] == 0  # the first send was meant 0.5 ms before t0
+    assert sum(r["sends"] for r in ps.values()) == 3010
+    assert sum(r["intended"] for r in ps.values()) == 3010
+
+
+def test_outcomes_per_second(analysed):
+    out = {(r["sec"], r["outcome"]): r["sends"] for r in analysed.result("ro-run").outcomes_per_second.to_pylist()}
+    assert out[(12, "RemotingTooMuchRequestException")] == 101
+    assert out[(15, "SLAVE_NOT_AVAILABLE")] == 102  # 100 flood + the probe's sends at 15.0 s and 15.5 s
+    assert out[(18, "MQBrokerException")] == 100
+    assert (12, "SEND_OK") not in out
+
+
+def test_outcome_and_remark_counts(analysed):
+    counts = analysed.result("ro-run").outcome_counts.to_pylist()
+    busy = [r for r in counts if r["outcome"] == "MQBrokerException"]
+    assert len(busy) == 1  # one remark pattern although the numbers vary
+    assert busy[0]["sends"] == 200 and busy[0]["response_code"] == 2 and busy[0]["cls"] == "fail"
+    assert busy[0]["remark_pattern"] == ("[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, "
+                                         "period in queue: Nms, size of queue: N")
+    probe = [r for r in counts if r["client"] == "probe" and r["outcome"] == "RemotingTooMuchRequestException"]
+    assert probe[0]["sends"] == 5 and probe[0]["remark_pattern"] == "sendDefaultImpl call timeout"
+
+
+def test_node_metrics_per_second(analysed):
+    m = {(r["node"], r["sec"]): r for r in analysed.result("ro-run").metrics_per_second.to_pylist()}
+    assert m[("slave", 15)]["swap_bytes"] == 6 << 20
+    assert m[("slave", 15)]["write_bytes_per_s"] == 0.0 and m[("slave", 5)]["write_bytes_per_s"] == 50e6
+    assert m[("master", 15)]["slave_fallbehind_bytes"] == 100_000
+    assert m[("slave", 15)]["put_tps"] is None  # broker figures stay null when absent
+    assert len(m) == 70
+
+
+def test_aggregates_are_written_beside_the_page(analysed):
+    report = analysed.paths["ro-run"] / "report"
+    for name in ("per_second", "outcomes_per_second", "outcome_counts", "metrics_per_second", "per_phase"):
+        assert pq.read_table(report / f"{name}.parquet").num_rows > 0
+    per_sec = pq.read_table(report / "per_second.parquet")
+    assert per_sec.num_rows == analysed.result("ro-run").per_second.num_rows
+    assert (report / "summary.json").stat().st_size < 100_000
