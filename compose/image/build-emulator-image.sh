@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Builds the rmq-chaos test image `rmq-chaos/rocketmq-emulator:<version>` on this machine without any registry:
+#   1. a Debian bookworm tree from `debootstrap --variant=minbase --include=python3` (cached in $RMQ_IMAGE_CACHE);
+#   2. our `remoting` and `emulator` packages and the scripts `mqnamesrv`, `mqbroker`, `docker-entrypoint.sh` laid
+#      out as in the official apache/rocketmq image: user `rocketmq` uid/gid 3000,
+#      ROCKETMQ_HOME=/home/rocketmq/rocketmq-<version>, WORKDIR $ROCKETMQ_HOME/bin, store /home/rocketmq/store,
+#      logs /home/rocketmq/logs/rocketmqlogs;
+#   3. `docker import` with the official ENV / USER / WORKDIR / ENTRYPOINT, so the compose files in compose/ start it
+#      exactly as they start apache/rocketmq:<version>.
+# An image whose label `rmq-chaos.source` matches the current sources is kept (use --force to rebuild).
+#
+# usage: compose/image/build-emulator-image.sh [--force] VERSION...      e.g. 4.9.1 5.3.0
+# env:   RMQ_IMAGE_CACHE (default /var/cache/rmq-chaos/image), DEBIAN_MIRROR (default http://deb.debian.org/debian),
+#        RMQ_EMULATOR_IMAGE (default rmq-chaos/rocketmq-emulator), DOCKER (default docker)
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$HERE/../.." && pwd)
+CACHE=${RMQ_IMAGE_CACHE:-/var/cache/rmq-chaos/image}
+MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+REPOSITORY=${RMQ_EMULATOR_IMAGE:-rmq-chaos/rocketmq-emulator}
+DOCKER=${DOCKER:-docker}
+SUITE=bookworm
+INCLUDE=python3
+IMAGE_UID=3000
+VERSION_RE='^(4\.9\.[0-8]|5\.[0-3]\.[0-9]{1,2})$'
+TRIM=(var/cache/apt/archives var/lib/apt/lists usr/share/doc usr/share/man usr/share/info usr/share/locale)
+
+die() { echo "build-emulator-image.sh: $*" >&2; exit 2; }
+
+force=""
+versions=()
+for arg in "$@"; do
+  case "$arg" in
+    --force) force=1 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    -*) die "unknown option $arg; allowed: --force" ;;
+    *) [[ "$arg" =~ $VERSION_RE ]] || die "version '$arg' not supported; allowed: 4.9.0-4.9.8, 5.0.x-5.3.x"
+       versions+=("$arg") ;;
+  esac
+done
+[ ${#versions[@]} -gt 0 ] || die "give at least one version, e.g. 4.9.1"
+[ "$(id -u)" = 0 ] || die "needs root (debootstrap, chroot, file ownership of uid $IMAGE_UID)"
+for tool in debootstrap chroot tar sha256sum "$DOCKER"; do
+  command -v "$tool" >/dev/null || die "missing tool $tool (setup.sh installs debootstrap and docker.io)"
+done
+"$DOCKER" version --format '{{.Server.Version}}' >/dev/null 2>&1 || die "no Docker engine answers ($DOCKER version)"
+
+# --- 1. the Debian tree (cached) -------------------------------------------------------------------------------
+base="$CACHE/rootfs-$SUITE"
+stamp="debootstrap --variant=minbase --include=$INCLUDE $SUITE $MIRROR; user rocketmq $IMAGE_UID"
+if [ ! -f "$base.stamp" ] || [ "$(cat "$base.stamp")" != "$stamp" ] || [ ! -x "$base/usr/bin/python3" ]; then
+  echo "build-emulator-image.sh: debootstrap $SUITE (minbase + $INCLUDE) into $base"
+  mkdir -p "$CACHE"
+  rm -rf "$base" "$base.tmp" "$base.stamp"
+  debootstrap --variant=minbase --include="$INCLUDE" "$SUITE" "$base.tmp" "$MIRROR"
+  chroot "$base.tmp" groupadd -g "$IMAGE_UID" rocketmq
+  chroot "$base.tmp" useradd -l -u "$IMAGE_UID" -g "$IMAGE_UID" -m -s /bin/bash rocketmq
+  for d in "${TRIM[@]}"; do rm -rf "${base:?}.tmp/$d"; mkdir -p "$base.tmp/$d"; done
+  mv "$base.tmp" "$base"
+  echo "$stamp" > "$base.stamp"
+fi
+
+# --- 2. what the image carries of ours, and its fingerprint ---------------------------------------------------------
+sources=$(cd "$REPO" && find remoting emulator -name '*.py' -type f | LC_ALL=C sort)
+fingerprint=$( (cd "$REPO" && echo "$sources" | xargs sha256sum; cd "$HERE" && sha256sum build-emulator-image.sh \
+  scripts/*; echo "$stamp") | sha256sum | cut -c1-16)
+
+for version in "${versions[@]}"; do
+  tag="$REPOSITORY:$version"
+  have=$("$DOCKER" image inspect --format '{{index .Config.Labels "rmq-chaos.source"}}' "$tag" 2>/dev/null || true)
+  if [ -z "$force" ] && [ "$have" = "$fingerprint" ]; then
+    echo "build-emulator-image.sh: $tag is up to date ($fingerprint)"
+    continue
+  fi
+  stage=$(mktemp -d)
+  trap 'rm -rf "$stage"' EXIT
+  home="/home/rocketmq/rocketmq-$version"
+  mkdir -p "$stage/home"
+  cp -a "$base/home/rocketmq" "$stage/home/rocketmq"
+  mkdir -p "$stage$home/bin" "$stage$home/lib/python" "$stage$home/conf" \
+    "$stage/home/rocketmq/store" "$stage/home/rocketmq/logs"
+  (cd "$REPO" && echo "$sources" | tar -c -T - | tar -x -C "$stage$home/lib/python")
+  install -m 0755 "$HERE"/scripts/* "$stage$home/bin/"
+  chown -R "$IMAGE_UID:$IMAGE_UID" "$stage/home/rocketmq"
+  echo "build-emulator-image.sh: docker import $tag"
+  tar --numeric-owner -c -C "$base" --exclude=./home/rocketmq . -C "$stage" home/rocketmq | "$DOCKER" import \
+    --change "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
+    --change "ENV LANG=C.UTF-8" \
+    --change "ENV ROCKETMQ_VERSION=$version" \
+    --change "ENV ROCKETMQ_HOME=$home" \
+    --change "LABEL rmq-chaos.source=$fingerprint rmq-chaos.image=emulator" \
+    --change "EXPOSE 9876 10909 10911 10912" \
+    --change "USER rocketmq" \
+    --change "WORKDIR $home/bin" \
+    --change 'ENTRYPOINT ["./docker-entrypoint.sh"]' \
+    - "$tag" >/dev/null
+  rm -rf "$stage"
+  trap - EXIT
+  echo "build-emulator-image.sh: built $tag ($fingerprint)"
+done
