@@ -113,10 +113,10 @@ class Runner:
         self.kept = None
 
     def _run_in(self, rd: RunDir, journal: Any, state_dir: Path, progress: RunProgress) -> tuple[str, str | None]:
-        from harness.backends.local import LocalBackend
+        from harness.backends.factory import make_backend
 
         try:
-            backend = LocalBackend(self.scenario, rd, journal, state_dir)
+            backend = make_backend(self.scenario, rd, journal, state_dir)
         except Exception as err:  # noqa: BLE001 - e.g. the broker program is missing: nothing was started
             progress.step(f"run failed: {err}", "red")
             return STATUS_FAILED, f"{type(err).__name__}: {err}"

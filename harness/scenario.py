@@ -19,6 +19,8 @@ from harness.schemabase import NAME_PATTERN, RUN_NAME_PATTERN, Duration, Size, S
 NODE_NAMES = ("namesrv", "master", "slave")
 BROKER_NODES = ("master", "slave")
 PROGRAMS = ("emulator", "apache")
+IMAGE_RE = re.compile(r"^[a-z0-9]+([._-]+[a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-]+[a-z0-9]+)*)*"
+                      r"(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[0-9a-f]{64})?$")
 HA_RELAY_MODES = ("auto", "always", "never")
 LOAD_MODELS = ("open", "closed")
 REVERT_WHEN = ("phase_end", "after_readback")
@@ -52,7 +54,10 @@ class BrokerConfSection(Strict):
 class ClusterSpec(Strict):
     """What to stand up: backend, broker program and version, per-node broker.conf overrides, store size."""
 
-    backend: Literal["local"] = "local"
+    backend: Literal["local", "compose"] = Field(
+        default="local", description="local: processes on this machine; compose: containers of compose/ (Docker)")
+    image: str | None = Field(default=None, description="compose: the image of every node (default $ROCKETMQ_IMAGE, "
+                                                        "else apache/rocketmq:<version>; '{version}' is replaced)")
     program: Literal["emulator", "apache"] = Field(
         default="emulator", description="emulator: the embedded cluster; apache: the distribution at $ROCKETMQ_HOME")
     version: str = Field(default="4.9.1", description="RocketMQ version (selects the emulator's version profile)")
@@ -76,6 +81,23 @@ class ClusterSpec(Strict):
         if not isinstance(v, str) or not VERSION_RE.match(v):
             raise ValueError(f"{v!r} is not a supported version; allowed: {VERSIONS_ALLOWED}")
         return v
+
+    @field_validator("image")
+    @classmethod
+    def _image(cls, v: str | None) -> str | None:
+        if v is not None and not IMAGE_RE.match(v.replace("{version}", "4.9.1")):
+            raise ValueError(f"{v!r} is not an image reference; allowed: [registry/]name[:tag][@sha256:digest], "
+                             "'{version}' standing for cluster.version")
+        return v
+
+    @model_validator(mode="after")
+    def _backend(self) -> ClusterSpec:
+        if self.backend == "compose" and self.program == "apache":
+            raise at(("program",), "'apache' runs the distribution at $ROCKETMQ_HOME on this machine; with backend "
+                                   "compose the image is the program (cluster.image); allowed: emulator, or backend local")
+        if self.backend == "local" and self.image is not None:
+            raise at(("image",), "applies to backend compose only; allowed: backend compose, or no image")
+        return self
 
     @field_validator("heap")
     @classmethod

@@ -25,6 +25,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     up.add_argument("scenario", metavar="SCENARIO")
     up.add_argument("--out", default="runs", metavar="DIR", help="where its run directory goes (default: runs)")
     up.add_argument("--detach", action="store_true", help="hold it in a background process; return when ready")
+    from harness.commands.run import add_backend_arguments
+    add_backend_arguments(up)
     down = sub.add_parser("down", help="take a held cluster down")
     down.add_argument("cluster_id", nargs="?", metavar="ID", help="cluster id (default: the only one)")
     down.add_argument("--all", action="store_true", help="every cluster of the state dir")
@@ -45,6 +47,13 @@ def _up(args: argparse.Namespace) -> int:
         return EXIT_INVALID
     if len(runs) != 1:
         print(f"{args.scenario}: a matrix of {len(runs)} runs; `cluster up` takes a scenario of one", file=sys.stderr)
+        return EXIT_INVALID
+    from harness.backends.factory import BackendUnavailable, check, with_backend
+    try:
+        runs = [with_backend(runs[0], args.backend, args.image)]
+        check(runs[0])
+    except BackendUnavailable as err:
+        print(f"{args.scenario}: {err}", file=sys.stderr)
         return EXIT_INVALID
     if runs[0].cluster.program == "apache":
         from harness import netns
@@ -78,7 +87,7 @@ def _up(args: argparse.Namespace) -> int:
 def _hold(scenario, out: str, report_fd: int | None) -> int:
     from faults.cleanup import cleanup
     from faults.journal import Journal, default_state_dir
-    from harness.backends.local import LocalBackend
+    from harness.backends.factory import make_backend
     from harness.rundir import RunDir
     from harness.runner import hold_until_signal
 
@@ -90,7 +99,7 @@ def _hold(scenario, out: str, report_fd: int | None) -> int:
     state_dir.mkdir(parents=True, exist_ok=True)
     cleanup(state_dir)
     rd = RunDir.create(out, scenario, f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{scenario.name}-cluster")
-    backend = LocalBackend(scenario, rd, Journal(state_dir), state_dir)
+    backend = make_backend(scenario, rd, Journal(state_dir), state_dir)
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         backend.up(lambda text: print(text, file=sys.stderr))
@@ -172,13 +181,18 @@ def _status(args: argparse.Namespace) -> int:
         st = read_cluster_state(state_dir, cid)
         holder = "alive" if st.owner.alive() else "DEAD (run `rmq-chaos cleanup`)"
         table = Table(title=f"{cid} ({st.backend}, holder pid {st.owner.pid}: {holder})")
-        for col in ("node", "addr", "pids", "store", "commitLogMaxOffset", "putTps"):
+        for col in ("node", "addr", "pids", "store", "commitLogMaxOffset", "putTps") + (
+                ("container",) if st.backend == "compose" else ()):
             table.add_column(col)
         for n in st.nodes:
             target = st.target(n["name"])
             addr = n.get("extras", {}).get("addr", "")
             info = brokerclient.runtime_info_quick(addr) if n["role"] != "namesrv" and addr else None
-            table.add_row(n["name"], addr, ",".join(map(str, target.pids())) or "-", n.get("store_mount") or "-",
-                          (info or {}).get("commitLogMaxOffset", "-"), (info or {}).get("putTps", "-").strip())
+            row = [n["name"], addr, ",".join(map(str, target.pids())) or "-", n.get("store_mount") or "-",
+                   (info or {}).get("commitLogMaxOffset", "-"), (info or {}).get("putTps", "-").strip()]
+            if st.backend == "compose":
+                from harness.backends.compose_status import container_status
+                row.append(container_status(n.get("container")))
+            table.add_row(*row)
         console.print(table)
     return 0

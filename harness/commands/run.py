@@ -19,6 +19,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="keep the cluster up after the run until Ctrl-C/SIGTERM or `cluster down` (one run only)")
     parser.add_argument("--no-report", action="store_true", help="skip the analysis (exit 0 if the run completed)")
     parser.add_argument("--only", metavar="NAME", help="of a matrix, run only the combination with this name")
+    add_backend_arguments(parser)
+
+
+def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--backend", choices=("local", "compose"),
+                        help="override cluster.backend: local processes, or containers of compose/ (Docker)")
+    parser.add_argument("--image", metavar="IMAGE",
+                        help="compose: the image of every node (overrides cluster.image and $ROCKETMQ_IMAGE)")
 
 
 def combine(codes: list[int]) -> int:
@@ -47,11 +55,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"{args.scenario}: --keep-cluster needs a single run; the matrix has {len(runs)} "
               f"(pick one with --only)", file=sys.stderr)
         return EXIT_INVALID
-    from harness.backends.programs import Program, ProgramError
+    from harness.backends.factory import BackendUnavailable, check, with_backend
     try:
+        runs = [with_backend(r, args.backend, args.image) for r in runs]
         for r in runs:
-            Program.choose(r.cluster.program)
-    except ProgramError as err:
+            check(r)
+    except BackendUnavailable as err:
         print(f"{args.scenario}: {err}", file=sys.stderr)
         return EXIT_INVALID
     if any(r.cluster.program == "apache" for r in runs):

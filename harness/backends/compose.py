@@ -1,0 +1,244 @@
+"""The compose backend: the name server, master and slave as containers of `compose/rocketmq-<major>.yml`, started
+with `docker compose up -d --wait` (the real v2 binary) and watched through the Docker SDK. Host networking only,
+on free 127.0.0.1 ports the harness picks and renders into the conf files; each broker's store is a loop-mounted
+ext4 of its own on the host (the local backend's `LoopStore`, `errors=remount-ro`), bind-mounted at
+`/home/rocketmq/store`, so a store fault hits one broker; the containers' cgroups live under
+`<controller>/rmq-chaos/<run>/` (compose `cgroup_parent`), where the faults' guards accept them; with `ha_link` the
+HA relay runs on the host on the slave's path, as with the local backend.
+
+Readiness, the read-back and the effective-config check are the local backend's (this class extends it): the
+route exists, a probe send got SEND_OK, the slave caught up. Metrics come from the Docker stats API, logs from the
+bind-mounted log directories and `container.logs()`. Everything is journaled before it is made (cgroup parent dirs,
+stores, relay, the compose project), so `rmq-chaos cleanup` removes what a dead run left; `down` removes it all."""
+from __future__ import annotations
+
+import hashlib
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from faults.cluster_state import remove_cluster_state, write_cluster_state
+from faults.journal import Journal
+from faults.system import cgroupfs
+from faults.target import NodeTarget
+from harness import brokerclient
+from harness.backends.compose_image import check_setup
+from harness.backends.compose_layout import IMAGE_UID, ComposeLayout, project_name
+from harness.backends.compose_node import ContainerNode
+from harness.backends.compose_project import ComposeProject
+from harness.backends.compose_stats import ComposeMetricsCollector
+from harness.backends.local import NODE_ORDER, ClusterError, LocalBackend
+from harness.backends.ports import PortPicker
+from harness.collectors.metrics import MetricsNode
+from harness.rundir import RunDir
+from harness.scenario import BROKER_NODES, Scenario
+
+CGROUP_KIND = "resource:cgroup_parent"
+NODE_CGROUPS = ("memory", "blkio", "freezer", "cpu")
+LOG_TAIL_BYTES = 16 << 20
+UNIX_PATH_MAX = 100
+
+
+class ComposeBackend(LocalBackend):
+    name = "compose"
+
+    def __init__(self, scenario: Scenario, rd: RunDir, journal: Journal, state_dir: Path) -> None:
+        super().__init__(scenario, rd, journal, state_dir)
+        self.setup = check_setup(scenario.cluster)
+        self.image = self.setup["image"]
+        self.project_name = project_name(self.run_id)
+        self.cgroup_parent = f"/{cgroupfs.OUR_DIR}/{self.project_name}"
+        self.layout: ComposeLayout | None = None
+        self.project: ComposeProject | None = None
+        self.containers: dict[str, Any] = {}
+        self._cgroup_entry: str | None = None
+
+    # --- up ---------------------------------------------------------------------------------------------------
+
+    def up(self, say: Callable[[str], None] = print) -> None:
+        from harness.resources.loop_store import LoopStore
+
+        c = self.scenario.cluster
+        self.work.mkdir(parents=True, exist_ok=True)
+        picker = PortPicker()
+        ns_port = picker.one()
+        ports = {n: picker.broker() for n in BROKER_NODES}
+        self.namesrv_addr = f"127.0.0.1:{ns_port}"
+        self._journal_cgroup_parent()
+        for n in BROKER_NODES:
+            node_dir = self.work / n
+            node_dir.mkdir(parents=True, exist_ok=True)
+            self.stores[n] = LoopStore.create(self.journal, str(node_dir / "store.img"), str(node_dir / "store"),
+                                              c.store_size, run_id=self.run_id, node=n, label=f"rmq-{n}")
+            Path(self.stores[n].mount).chmod(0o755)
+            shutil.chown(self.stores[n].mount, IMAGE_UID, IMAGE_UID)
+        ha_master = self._start_relay(ports["master"][1], picker.one()) if self._use_relay() else None
+        self.layout = layout = ComposeLayout(self.work, self.project_name, self.image, c.version, c.heap,
+                                             self.cgroup_parent, ns_port, ports, ha_master)
+        confs = layout.write(c)
+        self.broker_addrs = {n: layout.addr(n) for n in BROKER_NODES}
+        self.project = ComposeProject(self.project_name, Path(self.setup["compose_file"]), layout.env(),
+                                      self.work / "compose.env", self.work / "compose.log")
+        self.project.config()
+        say(f"cluster: docker compose up {self.project_name} ({self.image}, {Path(self.setup['compose_file']).name})")
+        self.project.up(self.journal, self.run_id, c.ready_timeout)
+        self.containers = self.project.containers()
+        missing = [n for n in NODE_ORDER if n not in self.containers]
+        if missing:
+            raise ClusterError(f"compose project {self.project_name} has no container for {', '.join(missing)}")
+        for n in NODE_ORDER:
+            self._make_container_node(n, confs[n])
+        self.rd.event("cluster_up", backend=self.name, nodes={n: self.nodes[n].addr for n in NODE_ORDER})
+        for n in NODE_ORDER:
+            self.nodes[n].wait_ready(c.ready_timeout)
+        self._wait_ready(say)
+        info = self._cluster_info()
+        self.rd.write_cluster(info)
+        self._check_effective(info["effective_config"])
+        write_cluster_state(self.state_dir, self.cluster_id, self.run_id, self.name, list(self.targets.values()))
+        self._state_written = True
+        self.rd.event("cluster_ready", backend=self.name, nodes={n: self.nodes[n].addr for n in NODE_ORDER})
+        say(f"cluster ready: namesrv {self.namesrv_addr}, master {self.broker_addrs['master']}, "
+            f"slave {self.broker_addrs['slave']} (containers of {self.project_name})")
+
+    def _start_relay(self, master_ha_port: int, relay_port: int) -> str:
+        """The local backend's HA relay, with its control socket at a path short enough for AF_UNIX (108 bytes)
+        when the work dir is deep."""
+        from harness.resources.relay_process import RelayProcess
+
+        sock = self.work / "relay.sock"
+        if len(str(sock)) >= UNIX_PATH_MAX:
+            sock = Path(tempfile.gettempdir()) / f"rmq-chaos-{hashlib.sha1(str(sock).encode()).hexdigest()[:12]}.sock"
+        self.relay = RelayProcess.start(self.journal, f"127.0.0.1:{master_ha_port}", str(sock),
+                                        listen=f"127.0.0.1:{relay_port}", run_id=self.run_id,
+                                        log_path=str(self.work / "relay.log"))
+        return self.relay.listen
+
+    def _journal_cgroup_parent(self) -> None:
+        """The `rmq-chaos/<project>` dirs runc makes in every hierarchy for the containers' cgroups: removed at
+        down (and by cleanup) after the containers are gone."""
+        paths = [str(Path(root) / self.cgroup_parent.lstrip("/")) for root in _cgroup_roots()]
+        self._cgroup_entry = self.journal.begin(CGROUP_KIND, undo=[{"op": "cgroup_remove", "path": p} for p in paths],
+                                                run_id=self.run_id, target="cluster", data={"paths": paths})
+
+    def _make_container_node(self, name: str, conf: Path) -> None:
+        assert self.layout is not None
+        ct = self.containers[name]
+        addr = self.layout.addr(name)
+        broker_id = None if name == "namesrv" else (0 if name == "master" else 1)
+        node = ContainerNode(name=name, role=name, run_id=self.run_id, container=ct.id,
+                             pidfile=str(self.work / name / "pid"), addr=addr,
+                             namesrv_addr=self.namesrv_addr if name != "namesrv" else None,
+                             master_addr=self.broker_addrs["master"] if name != "namesrv" else None,
+                             broker_id=broker_id)
+        node.refresh_pid()
+        self.nodes[name] = node  # type: ignore[assignment]
+        self.log_sources[name] = [self.layout.log_dir(name), conf, self.work / name / "stdout.log"]
+        store = self.stores.get(name)
+        cgroups = {k: str(Path(h.root) / self.cgroup_parent.lstrip("/") / ct.id)
+                   for k in NODE_CGROUPS if (h := cgroupfs.hierarchy(k)) is not None}
+        extras: dict[str, Any] = {"conf": str(conf), "addr": addr, "project": self.project_name,
+                                  "container_name": ct.name}
+        if self.relay is not None and name != "namesrv":
+            extras.update(self.relay.extras())
+        ports = {"listen": node.port}
+        if name in BROKER_NODES:
+            ports["ha"] = self.layout.broker_ports[name][1]
+        self.targets[name] = NodeTarget(
+            name=name, role=name, run_id=self.run_id, pids=node.pid_source, cgroups=cgroups,
+            store_mount=store.mount if store else None, store_device=store.device if store else None,
+            store_image=store.image if store else None, ports=ports, control=node, container=ct.id, extras=extras)
+
+    def _cluster_info(self) -> dict[str, Any]:
+        c = self.scenario.cluster
+        info = super()._cluster_info()
+        info.update({"program": "image", "rocketmq_home": None, "image": self.image,
+                     "image_id": self.setup["image_id"], "image_labels": self.setup["labels"],
+                     "compose_project": self.project_name, "compose_file": self.setup["compose_file"],
+                     "compose_binary": self.setup["compose_binary"], "engine": self.setup["engine"],
+                     "cgroup_parent": self.cgroup_parent})
+        for node in info["nodes"]:
+            ct = self.containers[node["name"]]
+            ct.reload()
+            mem, swap = self.layout.limits(node["name"]) if self.layout else (None, None)
+            node.update({"container": ct.id, "container_name": ct.name, "memory_limit": mem,
+                         "memswap_limit": swap, "store_size": c.store_size if node["name"] in BROKER_NODES else None})
+        return info
+
+    # --- during the run ---------------------------------------------------------------------------------------
+
+    def start_collectors(self) -> ComposeMetricsCollector:
+        nodes = [MetricsNode(n, self.nodes[n].pid_source, self.broker_addrs.get(n)) for n in NODE_ORDER]
+        containers = {n: (self.targets[n].container or "", self.targets[n].cgroups.get("blkio")) for n in NODE_ORDER}
+        collector = ComposeMetricsCollector(self.run_id, self.rd.layout.metrics, nodes,
+                                            brokerclient.runtime_info_quick, containers)
+        collector.start()
+        return collector
+
+    def status(self) -> dict[str, str]:
+        """Each node's container: name, state and health, from the Docker API."""
+        from harness.backends.compose_status import container_status
+
+        return {n: container_status(ct.id) for n, ct in self.containers.items()}
+
+    def copy_logs(self) -> None:
+        for n, ct in self.containers.items():
+            try:
+                data = ct.logs(stdout=True, stderr=True)[-LOG_TAIL_BYTES:]
+                (self.work / n / "stdout.log").write_bytes(data)
+            except Exception as err:  # noqa: BLE001 - a container that is gone has no logs; say so in the file
+                (self.work / n / "stdout.log").write_text(f"container logs unavailable: {err}\n", encoding="utf-8")
+        self.log_sources["compose"] = [self.work / "compose.log", self.work / "compose.env"]
+        super().copy_logs()
+
+    # --- down -------------------------------------------------------------------------------------------------
+
+    def down(self) -> None:
+        """`docker compose down -v`, then the relay, the stores and the cgroup parent dirs; raise the first error
+        after trying all of it."""
+        errors: list[str] = []
+
+        def attempt(what: str, fn: Callable[[], Any]) -> None:
+            try:
+                fn()
+            except Exception as err:  # noqa: BLE001 - take everything down, report the first failure
+                errors.append(f"{what}: {err}")
+
+        if self.project is not None:
+            attempt("compose down", self.project.down)
+        if self.relay is not None:
+            attempt("stop relay", self.relay.stop)
+        brokerclient.shutdown()
+        for n, store in self.stores.items():
+            attempt(f"store of {n}", store.destroy)
+        if self._cgroup_entry is not None:
+            attempt("cgroup parent", self._remove_cgroup_parent)
+        if self._state_written:
+            remove_cluster_state(self.state_dir, self.cluster_id)
+        if not errors:
+            shutil.rmtree(self.work, ignore_errors=True)
+        self.rd.event("cluster_down", backend=self.name, nodes=list(self.nodes), errors=errors or None)
+        if errors:
+            raise ClusterError("; ".join(errors))
+
+    def _remove_cgroup_parent(self) -> None:
+        from faults.undo import run_ops
+
+        entry = self.journal.get(self._cgroup_entry or "")
+        if entry is not None and not entry.done:
+            run_ops(entry.undo)
+            self.journal.done(entry.id, "destroyed")
+
+
+def _cgroup_roots() -> list[str]:
+    """Every mounted cgroup hierarchy (v1 controllers, named ones such as name=systemd, the v2 tree): runc makes the
+    parent dirs in each."""
+    roots = set()
+    with open("/proc/self/mounts", encoding="utf-8") as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) > 2 and parts[2] in ("cgroup", "cgroup2"):
+                roots.add(parts[1])
+    return sorted(roots)

@@ -1,0 +1,125 @@
+"""Where a compose run's files are and what the compose file is told: the conf files rendered from the scenario
+(the local backend's properties, with the container's store path `/home/rocketmq/store`), the data directory whose
+`<node>/store` (a broker's loop mount) and `<node>/logs` are bind-mounted, and the variables of `compose/*.yml`
+(ports, image, version, heap, memory limits, cgroup parent), also written to `compose.env` so the project can be
+inspected or re-run by hand (`docker compose -p <project> -f <file> --env-file <work>/compose.env ps`).
+
+Every container gets an explicit memory limit (the machine's RAM) and memory+swap limit (twice that): effectively
+none, but a `memory_pressure` revert can restore them through the Docker API, which cannot restore "no limit"."""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.backends.brokerconf import BrokerLayout, broker_properties, namesrv_properties, render
+from harness.backends.ports import HOST
+
+CONTAINER_STORE = Path("/home/rocketmq/store")
+IMAGE_UID = 3000
+"""The official image runs as `rocketmq`, uid/gid 3000: bind-mounted directories must be its own."""
+NODES = ("namesrv", "master", "slave")
+PROJECT_PREFIX = "rmq-chaos-"
+PROJECT_BAD = re.compile(r"[^a-z0-9_-]+")
+ENV_FILE = "compose.env"
+
+
+def project_name(run_id: str) -> str:
+    """A compose project name for a run (lower-case letters, digits, '_' and '-')."""
+    return (PROJECT_PREFIX + PROJECT_BAD.sub("-", run_id.lower())).strip("-")[:63]
+
+
+def mem_total() -> int:
+    with open("/proc/meminfo", encoding="ascii") as f:
+        for line in f:
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) * 1024
+    raise OSError("no MemTotal in /proc/meminfo")
+
+
+@dataclass
+class ComposeLayout:
+    work: Path
+    project: str
+    image: str
+    version: str
+    heap: str
+    cgroup_parent: str
+    namesrv_port: int
+    broker_ports: dict[str, tuple[int, int]]
+    ha_master_address: str | None = None
+    mem_limits: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    @property
+    def data_dir(self) -> Path:
+        return self.work
+
+    @property
+    def conf_dir(self) -> Path:
+        return self.work / "conf"
+
+    @property
+    def namesrv_addr(self) -> str:
+        return f"{HOST}:{self.namesrv_port}"
+
+    def node_dir(self, node: str) -> Path:
+        return self.work / node
+
+    def store_dir(self, node: str) -> Path:
+        return self.node_dir(node) / "store"
+
+    def log_dir(self, node: str) -> Path:
+        return self.node_dir(node) / "logs"
+
+    def conf_file(self, node: str) -> Path:
+        return self.conf_dir / f"{node}.conf"
+
+    def addr(self, node: str) -> str:
+        return self.namesrv_addr if node == "namesrv" else f"{HOST}:{self.broker_ports[node][0]}"
+
+    def limits(self, node: str) -> tuple[int, int]:
+        if node in self.mem_limits:
+            return self.mem_limits[node]
+        ram = mem_total() // 4096 * 4096
+        return ram, 2 * ram
+
+    def properties(self, cluster: Any, node: str) -> dict[str, Any]:
+        if node == "namesrv":
+            return namesrv_properties(cluster, self.namesrv_port)
+        listen, ha = self.broker_ports[node]
+        return broker_properties(cluster, BrokerLayout(node, listen, ha, CONTAINER_STORE, self.namesrv_addr,
+                                                       self.ha_master_address if node == "slave" else None))
+
+    def env(self) -> dict[str, str]:
+        """The variables of compose/rocketmq-*.yml."""
+        out = {"ROCKETMQ_IMAGE": self.image, "ROCKETMQ_VERSION": self.version, "RMQ_CGROUP_PARENT": self.cgroup_parent,
+               "RMQ_DATA_DIR": str(self.data_dir), "RMQ_CONF_DIR": str(self.conf_dir),
+               "RMQ_NAMESRV_PORT": str(self.namesrv_port), "HEAP_OPTS": self.heap, "JAVA_OPT_EXT": self.heap}
+        for node in ("master", "slave"):
+            out[f"RMQ_{node.upper()}_PORT"] = str(self.broker_ports[node][0])
+        for node in NODES:
+            mem, swap = self.limits(node)
+            out[f"RMQ_{node.upper()}_MEM_LIMIT"] = str(mem)
+            out[f"RMQ_{node.upper()}_MEMSWAP_LIMIT"] = str(swap)
+        return out
+
+    def write(self, cluster: Any) -> dict[str, Path]:
+        """Conf files, node directories (owned by the image's user) and compose.env; returns the conf files."""
+        self.conf_dir.mkdir(parents=True, exist_ok=True)
+        confs = {}
+        for node in NODES:
+            self.log_dir(node).mkdir(parents=True, exist_ok=True)
+            _own(self.log_dir(node))
+            confs[node] = self.conf_file(node)
+            confs[node].write_text(render(self.properties(cluster, node)), encoding="utf-8")
+            _own(confs[node])
+        env_file = self.work / ENV_FILE
+        env_file.write_text("".join(f"{k}={v}\n" for k, v in sorted(self.env().items())), encoding="utf-8")
+        return confs
+
+
+def _own(path: Path) -> None:
+    """Make `path` the image user's (uid 3000), as the official image needs for its bind mounts."""
+    os.chown(path, IMAGE_UID, IMAGE_UID)

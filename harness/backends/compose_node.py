@@ -1,0 +1,160 @@
+"""A node of the compose backend: one container of the run's compose project, as the faults' `NodeControl`:
+`stop()` = `docker stop` (and wait until it is down), `start()` = `docker start`, ready = the container runs, its port
+accepts and (brokers) it answers GET_BROKER_RUNTIME_INFO and the name server lists it; caught up = the slave's
+commitLogMaxOffset reached the master's (the local backend's checks). Its pids (the container's main process, seen
+from the host) are kept in a pidfile rewritten at every start, so `NodeTarget.pids` survives JSON.
+
+`to_json()` names `ContainerNode.from_json` as the factory: `rmq-chaos fault ...` rebuilds it from the cluster state
+file (the readonly_fs revert stops and starts the container)."""
+from __future__ import annotations
+
+import os
+import socket
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from faults.docker import engine
+from faults.errors import FaultError
+from faults.journal import Journal
+from faults.system.procs import ProcId
+from faults.target import PidFile
+
+FACTORY = "harness.backends.compose_node:ContainerNode.from_json"
+POLL_S = 0.1
+STOP_TIMEOUT_S = 15
+LOG_TAIL = 5
+
+
+class ContainerNotReady(FaultError):
+    pass
+
+
+@dataclass
+class ContainerNode:
+    name: str
+    role: str
+    run_id: str
+    container: str
+    pidfile: str
+    addr: str
+    namesrv_addr: str | None = None
+    master_addr: str | None = None
+    broker_id: int | None = None
+    stop_timeout_s: int = STOP_TIMEOUT_S
+
+    @property
+    def pid_source(self) -> PidFile:
+        return PidFile(self.pidfile)
+
+    @property
+    def port(self) -> int:
+        return int(self.addr.rpartition(":")[2])
+
+    def pids(self) -> list[int]:
+        return self.pid_source()
+
+    def _container(self) -> Any:
+        return engine.container(self.container)
+
+    def refresh_pid(self) -> list[int]:
+        """Write the container's main pid (as the host sees it) to the pidfile; [] when it is not running."""
+        ct = self._container()
+        pid = int(ct.attrs["State"].get("Pid") or 0)
+        proc = ProcId.of(pid) if pid and ct.status in ("running", "paused") else None
+        if proc is None:
+            return []
+        self.pid_source.write(proc)
+        return [pid]
+
+    def start(self) -> None:
+        ct = self._container()
+        if ct.status not in ("running", "paused"):
+            try:
+                ct.start()
+            except Exception as e:  # noqa: BLE001 - the SDK's APIError, as one line
+                raise engine.api_error(f"start {ct.name}", e) from e
+        self.refresh_pid()
+
+    def stop(self) -> None:
+        """`docker stop` (SIGTERM, SIGKILL after `stop_timeout_s`); returns once the container is down."""
+        ct = self._container()
+        if ct.status in ("running", "paused", "restarting"):
+            try:
+                ct.stop(timeout=self.stop_timeout_s)
+            except Exception as e:  # noqa: BLE001 - the SDK's APIError, as one line
+                raise engine.api_error(f"stop {ct.name}", e) from e
+        deadline = time.monotonic() + self.stop_timeout_s + 10
+        while self._container().status in ("running", "paused", "restarting"):
+            if time.monotonic() >= deadline:
+                raise FaultError(f"node {self.name}: container {ct.name} does not stop")
+            time.sleep(POLL_S)
+        try:
+            os.unlink(self.pidfile)
+        except FileNotFoundError:
+            pass
+
+    def wait_ready(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        last: Exception | None = None
+        while True:
+            ct = self._container()
+            if ct.status in ("exited", "dead"):
+                tail = ct.logs(tail=LOG_TAIL).decode("utf-8", "replace").strip().replace("\n", " | ")
+                raise ContainerNotReady(f"node {self.name}: container {ct.name} exited with "
+                                        f"{ct.attrs['State'].get('ExitCode')} while starting: {tail}")
+            try:
+                if ct.status == "running" and self.refresh_pid() and _accepts(self.port) and self._registered():
+                    return
+            except Exception as err:  # noqa: BLE001 - not ready yet; the last reason goes into the message
+                last = err
+            if time.monotonic() >= deadline:
+                raise ContainerNotReady(f"node {self.name} ({self.addr}) not ready within {timeout_s:.0f} s"
+                                        + (f" (last error: {last})" if last else ""))
+            time.sleep(POLL_S)
+
+    def _registered(self) -> bool:
+        if self.role == "namesrv":
+            return True
+        from harness import brokerclient
+
+        if brokerclient.runtime_info(self.addr) is None:
+            return False
+        return brokerclient.registered(self.namesrv_addr or "", self.addr, self.broker_id)
+
+    def caught_up(self) -> bool:
+        from harness import brokerclient
+
+        master = brokerclient.runtime_info(self.master_addr or "")
+        mine = brokerclient.runtime_info(self.addr)
+        if not master or not mine:
+            return False
+        return int(mine.get("commitLogMaxOffset", -1)) >= int(master.get("commitLogMaxOffset", 0))
+
+    def wait_caught_up(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        self.wait_ready(timeout_s)
+        while self.role == "slave" and not self.caught_up():
+            if time.monotonic() >= deadline:
+                raise ContainerNotReady(f"{self.name}: the slave did not catch up with the master")
+            time.sleep(POLL_S)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"factory": FACTORY, "name": self.name, "role": self.role, "run_id": self.run_id,
+                "container": self.container, "pidfile": self.pidfile, "addr": self.addr,
+                "namesrv_addr": self.namesrv_addr, "master_addr": self.master_addr, "broker_id": self.broker_id,
+                "stop_timeout_s": self.stop_timeout_s}
+
+    @classmethod
+    def from_json(cls, data: dict, journal: Journal | None = None) -> ContainerNode:
+        keys = ("name", "role", "run_id", "container", "pidfile", "addr", "namesrv_addr", "master_addr",
+                "broker_id", "stop_timeout_s")
+        return cls(**{k: data[k] for k in keys if k in data})
+
+
+def _accepts(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return True
+    except OSError:
+        return False

@@ -1,0 +1,61 @@
+"""The backend of a run, from `cluster.backend`: `local` (processes on this machine) or `compose` (containers of
+compose/rocketmq-*.yml). `with_backend` applies the command line's `--backend` / `--image` to a scenario (checked
+by the scenario schema again); `check` says, before anything is started, whether the backend can run here."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from harness.scenario import ClusterSpec, Scenario
+from harness.schemabase import problem_text
+
+
+class BackendUnavailable(RuntimeError):
+    """The chosen backend cannot run here, or the override does not fit the scenario (one line)."""
+
+
+def with_backend(scenario: Scenario, backend: str | None, image: str | None) -> Scenario:
+    """The scenario with `cluster.backend` / `cluster.image` replaced (None keeps the file's)."""
+    changes = {k: v for k, v in (("backend", backend), ("image", image)) if v is not None}
+    if not changes:
+        return scenario
+    data = {**scenario.cluster.model_dump(mode="json", exclude_none=True), **changes}
+    try:
+        cluster = ClusterSpec.model_validate(data)
+    except ValidationError as err:
+        first = err.errors(include_url=False)[0]
+        loc = [*first["loc"], *((first.get("ctx") or {}).get("path") or [])]
+        key = ".".join(str(x) for x in loc)
+        raise BackendUnavailable(f"cluster{'.' + key if key else ''}: {problem_text(first)}") from None
+    return scenario.model_copy(update={"cluster": cluster})
+
+
+def check(scenario: Scenario) -> None:
+    """Raise `BackendUnavailable` when the scenario's backend cannot start here (nothing is started)."""
+    if scenario.cluster.backend == "compose":
+        from harness.backends.compose_image import ComposeSetupError, check_setup
+
+        try:
+            check_setup(scenario.cluster)
+        except ComposeSetupError as err:
+            raise BackendUnavailable(str(err)) from None
+        return
+    from harness.backends.programs import Program, ProgramError
+
+    try:
+        Program.choose(scenario.cluster.program)
+    except ProgramError as err:
+        raise BackendUnavailable(str(err)) from None
+
+
+def make_backend(scenario: Scenario, rd: Any, journal: Any, state_dir: Path) -> Any:
+    """A `LocalBackend` or a `ComposeBackend` for the run (nothing is started until its `up`)."""
+    if scenario.cluster.backend == "compose":
+        from harness.backends.compose import ComposeBackend
+
+        return ComposeBackend(scenario, rd, journal, state_dir)
+    from harness.backends.local import LocalBackend
+
+    return LocalBackend(scenario, rd, journal, state_dir)

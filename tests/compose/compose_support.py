@@ -1,0 +1,98 @@
+"""Helpers of the compose tests: running `rmq-chaos` as a child with its own state dir and the locally built image,
+reading a run directory back, and measuring what a compose run could leave behind (containers, networks and volumes
+of its project, mounts and loop devices under the state dir, cgroup dirs, journal entries, cluster state files,
+processes carrying our tags)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from faults.docker.ops import PROJECT_LABEL
+from faults.journal import Journal
+from faults.system.procs import TAG_ENV, tagged
+
+REPO = Path(__file__).resolve().parents[2]
+TEST_IMAGE = "rmq-chaos/rocketmq-emulator:{version}"
+BUILD_SCRIPT = REPO / "compose" / "image" / "build-emulator-image.sh"
+
+
+def cli_env(state: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != TAG_ENV}
+    env.update({"RMQ_CHAOS_STATE": str(state), "PYTHONPATH": str(REPO), "ROCKETMQ_IMAGE": TEST_IMAGE, **extra})
+    return env
+
+
+def rmq_chaos(args: list[str], state: Path, **kw: Any) -> subprocess.Popen:
+    env = cli_env(state, **kw.pop("env", {}))
+    return subprocess.Popen([sys.executable, "-m", "harness.cli", *args], cwd=REPO, env=env, **kw)
+
+
+def rmq_chaos_run(args: list[str], state: Path, timeout_s: float = 120.0, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=REPO, env=cli_env(state, **env),
+                          capture_output=True, text=True, timeout=timeout_s, check=False)
+
+
+def run_dir_of(out: Path) -> Path:
+    dirs = [d for d in out.iterdir() if d.is_dir()]
+    assert len(dirs) == 1, dirs
+    return dirs[0]
+
+
+def events(run_dir: Path) -> list[dict]:
+    out = []
+    for line in (run_dir / "events.jsonl").read_text().splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            pass
+    return out
+
+
+def rows(directory: Path) -> list[dict]:
+    return [r for p in sorted(directory.glob("part-*.parquet")) for r in pq.read_table(p).to_pylist()]
+
+
+def leftovers(state: Path, project: str) -> dict[str, list]:
+    """Everything of a compose run still on the machine."""
+    from faults.docker import engine
+
+    client = engine.client()
+    label = {"label": f"{PROJECT_LABEL}={project}"}
+    journal = Journal(state)
+    entries = journal.entries() if (state / "journal.jsonl").exists() else []
+    loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True, check=False).stdout.splitlines()
+    return {
+        "containers": [c.name for c in client.containers.list(all=True, filters=label)],
+        "networks": [n.name for n in client.networks.list(filters=label)],
+        "volumes": [v.name for v in client.volumes.list(filters=label)],
+        "mounts": [line for line in Path("/proc/mounts").read_text().splitlines() if str(state) in line],
+        "loop_devices": [line for line in loops if str(state) in line],
+        "cgroups": [str(p) for p in Path("/sys/fs/cgroup").glob(f"*/rmq-chaos/{project}")],
+        "open_entries": [f"{e.kind} {e.id}" for e in entries if e.open],
+        "processes": [p.pid for p in tagged({e.id for e in entries})],
+        "cluster_states": [p.name for p in (state / "clusters").glob("*.json")] if (state / "clusters").exists()
+        else [],
+        "swap": [line for line in Path("/proc/swaps").read_text().splitlines()[1:] if str(state) in line],
+    }
+
+
+def assert_nothing_left(state: Path, project: str, deadline_s: float = 30.0) -> None:
+    deadline = time.monotonic() + deadline_s
+    while True:
+        left = leftovers(state, project)
+        if not any(left.values()):
+            return
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"left behind: {left}")
+        time.sleep(0.2)
+
+
+def project_of(run_dir: Path) -> str:
+    return json.loads((run_dir / "cluster.json").read_text())["compose_project"]

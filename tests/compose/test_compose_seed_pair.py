@@ -1,0 +1,101 @@
+"""The seed pair through the compose backend: the same scenario files as the local backend's end-to-end test
+(slave store read-only under load on 4.9.1, default vs lowered haSlaveFallbehindMax), run with `--backend compose`
+on the locally built image, must reach the same verdicts (every expectation held) and show the same mechanisms;
+metrics come from the Docker stats API, logs from the containers; nothing may be left afterwards."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from compose_support import REPO, assert_nothing_left, events, rmq_chaos, rmq_chaos_run, rows, run_dir_of
+
+from harness.backends.compose_layout import project_name
+
+pytestmark = [pytest.mark.root, pytest.mark.docker, pytest.mark.spark]
+RUN_TIMEOUT_S = 420
+
+
+def _run(scenario: str, tmp_path: Path) -> tuple[int, Path, Path]:
+    state, out = tmp_path / "state", tmp_path / "runs"
+    proc = rmq_chaos(["run", str(REPO / "scenarios" / scenario), "--backend", "compose", "--out", str(out)], state)
+    try:
+        code = proc.wait(RUN_TIMEOUT_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+            rmq_chaos_run(["cleanup"], state, timeout_s=180)
+    return code, run_dir_of(out), state
+
+
+def _common(run_dir: Path, state: Path) -> tuple[list[dict], dict[str, int], list[dict]]:
+    ev = events(run_dir)
+    assert ev[-1]["event"] == "run_end" and ev[-1]["status"] == "completed", ev[-1]
+    assert [e["backend"] for e in ev if e["event"] in ("cluster_up", "cluster_ready", "cluster_down")] == \
+        ["compose"] * 3
+    fault = [e for e in ev if e["event"] == "fault" and e["fault_id"] == "ro" and e["action"] != "step"]
+    assert [(e["action"], e["status"]) for e in fault] == [
+        ("apply", "started"), ("apply", "ok"), ("verify", "started"), ("verify", "ok"), ("revert", "started"),
+        ("revert", "ok")]
+    assert fault[3]["evidence"]["write_errno"] == "EROFS"
+    cluster = json.loads((run_dir / "cluster.json").read_text())
+    assert cluster["backend"] == "compose" and cluster["image"] == "rmq-chaos/rocketmq-emulator:4.9.1"
+    assert {n["name"]: bool(n["container"]) for n in cluster["nodes"]} == {"namesrv": True, "master": True,
+                                                                           "slave": True}
+    requests = rows(run_dir / "requests")
+    totals = next(e for e in ev if e["event"] == "load_stop")["totals"]["result"]
+    assert len(requests) == totals["fired"] == totals["rows"], "every request fired is recorded"
+    readback = rows(run_dir / "readback")
+    assert {r["node"] for r in readback} == {"master", "slave"}
+    phase_start = {e["phase"]: e["wall_ns"] for e in ev if e["event"] == "phase_start"}
+    metrics = rows(run_dir / "metrics")
+    assert {m["node"] for m in metrics} == {"namesrv", "master", "slave"}
+    before = [m for m in metrics if m["ts_ns"] < phase_start["readonly"] and m["rss_bytes"] is not None]
+    assert {m["node"] for m in before} == {"namesrv", "master", "slave"}, "docker stats figures for every node"
+    assert any(m["cpu_percent"] for m in before if m["node"] == "master")
+    assert any(m["write_bytes_per_s"] for m in metrics if m["node"] == "master"), "SYNC_FLUSH writes are seen"
+    assert max(m["slave_fallbehind_bytes"] or 0 for m in metrics) > 0, "the slave fell behind after the cliff"
+    for node in ("master", "slave", "namesrv"):
+        assert (run_dir / "logs" / node / "stdout.log").stat().st_size > 0, f"container logs of {node}"
+    assert (run_dir / "logs" / "master" / "rocketmqlogs" / "broker.log").is_file()
+    verdict = json.loads((run_dir / "report" / "verdict.json").read_text())
+    assert verdict["valid"] is True and verdict["counts"]["failed"] == verdict["counts"]["unknown"] == 0, verdict
+    assert_nothing_left(state, project_name(run_dir.name))
+    return requests, phase_start, readback
+
+
+def _acked_after_fault_not_on_slave(requests: list[dict], readback: list[dict], fault_ns: int) -> int:
+    on_slave = {r["key"] for r in readback if r["node"] == "slave"}
+    on_master = {r["key"] for r in readback if r["node"] == "master"}
+    acked = [r for r in requests if r["start_ns"] > fault_ns and r["outcome"] in (
+        "SEND_OK", "FLUSH_SLAVE_TIMEOUT", "SLAVE_NOT_AVAILABLE", "FLUSH_DISK_TIMEOUT")]
+    assert all(r["key"] in on_master for r in acked), "an acknowledged message is missing on the master"
+    return sum(1 for r in acked if r["key"] not in on_slave)
+
+
+def test_slave_readonly_default_through_compose(tmp_path: Path, test_image: str) -> None:
+    code, run_dir, state = _run("slave-readonly-default.yaml", tmp_path)
+    requests, phase_start, readback = _common(run_dir, state)
+    assert code == 0, "every expectation of the scenario held, as on the local backend"
+    ro = phase_start["readonly"]
+    during = [r for r in requests if r["phase"] == "readonly"]
+    assert any(r["outcome"] == "SEND_OK" and r["start_ns"] > ro for r in during)
+    probe = [r for r in during if r["client"] == "probe" and r["outcome"] == "RemotingTooMuchRequestException"]
+    assert probe and all(r["service_ms"] >= 29_000 for r in probe)
+    assert not [r for r in during if r["outcome"] == "SLAVE_NOT_AVAILABLE"]
+    assert _acked_after_fault_not_on_slave(requests, readback, ro) >= 1
+
+
+def test_slave_readonly_fallbehind_1m_through_compose(tmp_path: Path, test_image: str) -> None:
+    code, run_dir, state = _run("slave-readonly-fallbehind-1m.yaml", tmp_path)
+    requests, phase_start, readback = _common(run_dir, state)
+    cluster = json.loads((run_dir / "cluster.json").read_text())
+    assert cluster["effective_config"]["master"]["haSlaveFallbehindMax"] == "1048576"
+    assert code == 0, "every expectation of the scenario held, as on the local backend"
+    ro = phase_start["readonly"]
+    sna = sorted(r["service_ms"] for r in requests if r["outcome"] == "SLAVE_NOT_AVAILABLE")
+    assert sna and sna[len(sna) // 2] < 100, "SLAVE_NOT_AVAILABLE within milliseconds once the gap passed 1 MiB"
+    first_sna = min(r["start_ns"] for r in requests if r["outcome"] == "SLAVE_NOT_AVAILABLE")
+    assert [r for r in requests if ro < r["start_ns"] < first_sna and r["outcome"] != "SEND_OK"]
+    assert _acked_after_fault_not_on_slave(requests, readback, ro) >= 1
