@@ -37,6 +37,9 @@ _INT64_COLUMNS = ("seq", "intended_ns", "start_ns", "end_ns", "queue_offset")
 _INT32_COLUMNS = ("response_code", "queue_id", "attempts")
 _STRING_COLUMNS = ("client", "key", "msg_id", "outcome", "remark", "broker")
 NS_PER_MS = 1_000_000.0
+INTENDED = FIELDS.index("intended_ns")
+PHASE_GRACE_NS = 200_000_000
+"""Rows this recent (by intended time) wait for the next batch: a phase change may still be on its way."""
 
 
 def _gevent_patched() -> bool:
@@ -121,44 +124,57 @@ class RequestRecorder:
         runner, self._runner = self._runner, None
         if runner is not None and runner is not _current():
             runner.join(timeout=30)
-        return self.flush()
+        return self.flush(final=True)
 
     # --- writing ----------------------------------------------------------------------------------------------
 
-    def flush(self) -> BatchSummary | None:
-        """Write the buffered rows as one part now (in a native thread under gevent). Returns what it wrote."""
+    def flush(self, final: bool = False) -> BatchSummary | None:
+        """Write the buffered rows as one part now (in a native thread under gevent). Unless `final`, rows intended
+        less than `PHASE_GRACE_NS` ago wait for the next batch, so a phase change that is still on its way to this
+        worker labels them. Returns what was written."""
         with self._lock:
             rows, self._rows = self._rows, []
             now = time.time_ns()
             since, self._since_ns = self._since_ns, now
             fired, in_flight = self.gauges()
             phases = self.phases.snapshot()
+            cutoff = None if final else now - PHASE_GRACE_NS
             try:
                 if self._gevent:
                     from gevent import get_hub
 
-                    summary = get_hub().threadpool.apply(self._write, (rows, phases, since, now))
+                    summary, held = get_hub().threadpool.apply(self._write, (rows, phases, since, now, cutoff))
                 else:
-                    summary = self._write(rows, phases, since, now)
+                    summary, held = self._write(rows, phases, since, now, cutoff)
             except BaseException:
                 self._rows[:0] = rows  # not written: keep them for the next attempt
                 raise
+            if held:
+                self._rows[:0] = held
             summary.fired, summary.in_flight = fired, in_flight
             summary.parts, summary.rows_written = len(self.parts), self.rows_written
         if self.on_batch is not None:
             self.on_batch(summary)
         return summary
 
-    def _write(self, rows: list[tuple], phases: PhaseBook, since_ns: int, now_ns: int) -> BatchSummary:
+    def _write(self, rows: list[tuple], phases: PhaseBook, since_ns: int, now_ns: int,
+               cutoff_ns: int | None) -> tuple[BatchSummary, list[tuple]]:
+        held: list[tuple] = []
+        if cutoff_ns is not None:
+            ready = [r for r in rows if r[INTENDED] < cutoff_ns]
+            if len(ready) < len(rows):
+                held = [r for r in rows if r[INTENDED] >= cutoff_ns]
+                rows = ready
         if not rows:
-            return BatchSummary(self.worker, since_ns, now_ns, 0, {}, LogHistogram(), LogHistogram())
+            return BatchSummary(self.worker, since_ns, now_ns, 0, {}, LogHistogram(), LogHistogram()), held
         table, latency_ms, lag_ms = self.to_table(rows, phases)
         path = write_part(table, self.directory, self.worker, REQUEST_SCHEMA)
         self.parts.append(path)
         self.rows_written += len(rows)
         outcomes = dict(Counter(table.column("outcome").to_pylist()))
-        return BatchSummary(self.worker, since_ns, now_ns, len(rows), outcomes, LogHistogram.of(latency_ms),
-                            LogHistogram.of(lag_ms))
+        summary = BatchSummary(self.worker, since_ns, now_ns, len(rows), outcomes, LogHistogram.of(latency_ms),
+                               LogHistogram.of(lag_ms))
+        return summary, held
 
     def to_table(self, rows: list[tuple], phases: PhaseBook) -> tuple[pa.Table, np.ndarray, np.ndarray]:
         """The rows as a table of `REQUEST_SCHEMA`, plus the latencies (ms) and start lags (ms, scheduled rows)."""

@@ -63,6 +63,19 @@ def test_background_writer_writes_without_being_asked_and_keeps_memory_flat(tmp_
     assert highest_seq(tmp_path / "requests", "w1") == -1
 
 
+def test_recent_rows_wait_for_a_phase_change_still_on_its_way(tmp_path):
+    phases = PhaseBook("before")
+    rec = RequestRecorder(tmp_path / "requests", "r", "w0", "T", phases, interval_s=1.0)
+    now = time.time_ns()
+    rec.add(row(0, now - 5 * S))  # long ago: written at the next flush
+    rec.add(row(1, now))  # just now: held back one batch
+    assert rec.flush().rows == 1 and rec.buffered == 1
+    phases.begin("after", now - 1_000_000)  # the harness had changed phase 1 ms before row 1 was intended
+    rec.close()
+    rows = sorted((r for p in rec.parts for r in pq.read_table(p).to_pylist()), key=lambda r: r["seq"])
+    assert [(r["seq"], r["phase"]) for r in rows] == [(0, "before"), (1, "after")]
+
+
 def test_failed_write_keeps_the_rows_for_the_next_batch(tmp_path):
     target = tmp_path / "requests"
     rec = RequestRecorder(target, "r", "w0", "T", PhaseBook(), interval_s=1.0)
