@@ -11,6 +11,12 @@ APT_PACKAGES=(
   chromium                                                  # headless screenshot of the report in tests
   docker.io debootstrap                                     # compose backend: engine, local test image
 )
+# dockerd must never run its default bridge/NAT mode here (host networking only, iptables untouched): where
+# installing docker.io starts the service, this file keeps that daemon so too (tests/compose start their own).
+if [ "$(id -u)" = 0 ] && [ ! -e /etc/docker/daemon.json ]; then
+  mkdir -p /etc/docker
+  echo '{"bridge": "none", "iptables": false, "ip-masq": false, "ip-forward": false}' > /etc/docker/daemon.json
+fi
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
