@@ -19,6 +19,7 @@ from faults.cluster_state import list_clusters, read_cluster_state
 from faults.docker import engine
 from faults.system import cgroupfs, mounts
 from faults.system.procs import swap_bytes
+from harness.backends.compose_layout import project_name
 
 pytestmark = [pytest.mark.root, pytest.mark.docker]
 SCENARIO = """\
@@ -204,3 +205,39 @@ def test_holder_killed_with_a_fault_applied_then_cleanup_removes_everything(clus
     assert_nothing_left(cluster.state, cluster.project)
     ready = [e for e in events(cluster.run_dir) if e["event"] == "cluster_ready"]
     assert ready and ready[0]["backend"] == "compose"
+
+
+SCENARIO_5X = """\
+name: compose-5x
+cluster:
+  version: "5.3.0"
+  store_size: 64MiB
+  broker:
+    common: {mappedFileSizeCommitLog: 4194304, totalReplicas: 2, inSyncReplicas: 2}
+phases: [{name: idle, duration: 1s}]
+"""
+
+
+def test_5x_cluster_from_the_5x_file_and_cluster_down(tmp_path: Path, test_image: str) -> None:
+    """5.3.0 runs from compose/rocketmq-5.yml with the 4.x semantics its scenario asks for; `cluster down` (the
+    holder's SIGTERM) takes everything away."""
+    state, out = tmp_path / "state", tmp_path / "runs"
+    (tmp_path / "s.yaml").write_text(SCENARIO_5X)
+    up = rmq_chaos_run(["cluster", "up", str(tmp_path / "s.yaml"), "--backend", "compose", "--detach", "--out",
+                        str(out)], state, timeout_s=180)
+    project = project_name(run_dir_of(out).name)
+    try:
+        assert up.returncode == 0, up.stderr[-3000:]
+        info = json.loads((run_dir_of(out) / "cluster.json").read_text())
+        assert info["compose_file"] == str(REPO / "compose" / "rocketmq-5.yml")
+        assert info["image"] == "rmq-chaos/rocketmq-emulator:5.3.0"
+        for node in ("master", "slave"):
+            assert {k: info["effective_config"][node][k] for k in ("totalReplicas", "inSyncReplicas")} == {
+                "totalReplicas": "2", "inSyncReplicas": "2"}
+        down = rmq_chaos_run(["cluster", "down"], state, timeout_s=180)
+        assert down.returncode == 0, down.stderr
+    finally:
+        if list_clusters(state):
+            rmq_chaos_run(["cluster", "down", "--all"], state, timeout_s=180)
+        rmq_chaos_run(["cleanup"], state, timeout_s=180)
+    assert_nothing_left(state, project)
