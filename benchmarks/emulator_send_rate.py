@@ -1,6 +1,6 @@
 """SEND_OK sends/s of the embedded cluster on this machine: 1 master (SYNC_MASTER, SYNC_FLUSH) + 1 slave, each store
-on its own loop-mounted ext4, 1 KiB messages sent by N threads through `remoting.client.RemotingClient` for a fixed
-time. Needs root (loop mounts). Prints the rate and latency percentiles; the load runs on the same 2 cores.
+on its own loop-mounted ext4, 1 KiB messages sent by N threads sharing one `remoting.Producer` (java-4.9.1) for a
+fixed time. Needs root (loop mounts). Prints the rate and latency percentiles; the load runs on the same 2 cores.
 
     sudo .venv/bin/python benchmarks/emulator_send_rate.py [--threads 32] [--seconds 20] [--version 4.9.1]
 """
@@ -19,11 +19,8 @@ from rich.progress import Progress
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "emulator"))
 
-import emu_wire as wire  # noqa: E402
 from emu_cluster import EmuCluster  # noqa: E402
 from emu_load import Flood  # noqa: E402
-
-from remoting.codes import ResponseCode  # noqa: E402
 
 TOPIC = "BenchTopic"
 BODY_SIZE = 1024
@@ -45,19 +42,19 @@ def main() -> int:
         try:
             console.print("starting name server, master, slave ...")
             cluster.start()
-            wire.create_topic(cluster.client, cluster.master.addr, TOPIC, 8)
-            with Flood(cluster.client, cluster.master.addr, TOPIC, args.threads, BODY_SIZE, queues=8) as flood:
+            cluster.create_topic(TOPIC, 8)
+            with Flood(cluster.producer(), TOPIC, args.threads, BODY_SIZE) as flood:
                 time.sleep(WARMUP_S)
                 begin = time.monotonic()
                 with Progress(console=console, transient=True) as progress:
                     task = progress.add_task("sending", total=args.seconds)
                     while (elapsed := time.monotonic() - begin) < args.seconds:
-                        ok = flood.count(begin, code=ResponseCode.SUCCESS)
+                        ok = flood.count(begin, "SEND_OK")
                         progress.update(task, completed=elapsed, description=f"SEND_OK {ok / max(elapsed, 1e-9):,.0f}/s")
                         time.sleep(0.25)
                 end = time.monotonic()
             window = [o for o in flood.since(begin) if o.end <= end]
-            ok = [o for o in window if o.code == ResponseCode.SUCCESS]
+            ok = [o for o in window if o.outcome == "SEND_OK"]
             other = len(window) - len(ok)
             lat = sorted(o.latency_ms for o in ok)
             rate = len(ok) / (end - begin)

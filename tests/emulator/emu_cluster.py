@@ -1,6 +1,8 @@
 """The embedded cluster the emulator tests start: a name server, a master and a slave as separate processes on free
 127.0.0.1 ports, each broker's store on its own loop-mounted ext4 (`errors=remount-ro`, harness.resources.LoopStore),
-optionally in its own cgroups; everything is stopped, unmounted and removed by `close()`, also after a failure."""
+optionally in its own cgroups; everything is stopped, unmounted and removed by `close()`, also after a failure.
+The tests drive it with the real client (`remoting`): `BrokerAdmin` for admin calls, `NameServerClient` for routes,
+`Producer` for sends and `PullConsumer` to read messages back."""
 from __future__ import annotations
 
 import os
@@ -12,13 +14,18 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import emu_wire as wire
-
 from faults.journal import Journal
 from faults.target import NodeTarget
 from harness.resources.cgroups import NodeCgroups
 from harness.resources.loop_store import LoopStore
+from remoting.admin import BrokerAdmin
 from remoting.client import RemotingClient
+from remoting.consumer import PullConsumer
+from remoting.errors import RemotingError
+from remoting.namesrv import NameServerClient
+from remoting.producer import Producer
+from remoting.route import TopicRouteData
+from remoting.stored import MessageExt
 
 STORE_SIZE = 256 << 20
 READY_TIMEOUT_S = 30.0
@@ -109,7 +116,10 @@ class EmuCluster:
     def __post_init__(self) -> None:
         self.run_id = f"emu-{os.getpid()}-{int(time.time() * 1000) % 10**8}"
         self.journal = Journal(self.workdir / "state")
-        self.client: RemotingClient | None = None
+        self.admin = BrokerAdmin()
+        self.consumer = PullConsumer("emu_test_consumer")
+        self.namesrv_client: NameServerClient | None = None
+        self._producers: list[Producer] = []
 
     # --- start ------------------------------------------------------------------------------------------------
     def start(self, wait_slave: bool = True) -> EmuCluster:
@@ -117,7 +127,7 @@ class EmuCluster:
         self.nodes["namesrv"] = namesrv
         (self.workdir / "namesrv.conf").write_text(f"listenPort={namesrv.port}\n")
         self._spawn(namesrv, ["-m", "emulator.namesrv", "-c", str(self.workdir / "namesrv.conf")])
-        self.client = RemotingClient(namesrv.addr)
+        self.namesrv_client = NameServerClient(RemotingClient(namesrv.addr))
         for role, extra in (("master", self.master_conf), ("slave", self.slave_conf)):
             node = self._broker_node(role, extra)
             self._spawn(node, ["-m", "emulator.broker", "-c", str(node.conf)])
@@ -172,9 +182,9 @@ class EmuCluster:
         if node.proc.poll() is not None:
             raise AssertionError(f"{node.name} exited {node.proc.returncode}: {node.log('stdout.log')[-2000:]}")
         try:
-            wire.runtime_info(self.client, node.addr)  # type: ignore[arg-type]
+            self.admin.get_runtime_info(node.addr)
             return True
-        except Exception:
+        except RemotingError:
             return False
 
     def wait_slave_connected(self, timeout_s: float = READY_TIMEOUT_S) -> None:
@@ -190,8 +200,38 @@ class EmuCluster:
     def slave(self) -> Node:
         return self.nodes["slave"]
 
+    @property
+    def namesrv_addr(self) -> str:
+        return self.nodes["namesrv"].addr
+
     def runtime(self, role: str) -> dict[str, str]:
-        return wire.runtime_info(self.client, self.nodes[role].addr)  # type: ignore[arg-type]
+        return self.admin.get_runtime_info(self.nodes[role].addr)
+
+    def create_topic(self, topic: str, queues: int) -> TopicRouteData:
+        """UPDATE_AND_CREATE_TOPIC on both brokers (as the harness does, so the slave answers pulls before its
+        SlaveSynchronize copies the master's topics), then the route as the name server gives it to producers."""
+        for node in (self.master, self.slave):
+            self.admin.create_topic(node.addr, topic, queues, queues)
+        assert self.namesrv_client is not None
+        return poll(lambda: self._route_with(topic, queues), READY_TIMEOUT_S, f"the route of {topic}")
+
+    def _route_with(self, topic: str, queues: int) -> TopicRouteData | None:
+        try:
+            route = self.namesrv_client.get_route(topic)  # type: ignore[union-attr]
+        except RemotingError:
+            return None
+        return route if route.queue_datas and route.queue_datas[0].write_queue_nums == queues else None
+
+    def producer(self, group: str = "emu_test_producer", profile: str = "java-4.9.1", **overrides) -> Producer:
+        """A producer of the cluster (closed by `close()`); `overrides` are the profile's settings."""
+        producer = Producer(self.namesrv_addr, group, profile, **overrides)
+        self._producers.append(producer)
+        return producer
+
+    def pull_all(self, role: str, topic: str, queues: int) -> list[MessageExt]:
+        """Every message of `topic` held by `role`'s broker, queue after queue (PULL_MESSAGE)."""
+        addr = self.nodes[role].addr
+        return [m for q in range(queues) for m in self.consumer.iter_queue(addr, topic, q)]
 
     def target(self, role: str) -> NodeTarget:
         node = self.nodes[role]
@@ -231,8 +271,12 @@ class EmuCluster:
                 subprocess.run(["fsfreeze", "-u", node.store.mount], capture_output=True)
         for role in reversed(list(self.nodes)):
             self.stop_node(role)
-        if self.client is not None:
-            self.client.shutdown()
+        for producer in self._producers:
+            producer.close()
+        self.admin.close()
+        self.consumer.close()
+        if self.namesrv_client is not None:
+            self.namesrv_client.client.shutdown()
         for node in self.nodes.values():
             for resource in (node.cgroups, node.store):
                 if resource is None:

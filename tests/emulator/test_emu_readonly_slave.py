@@ -9,16 +9,11 @@ from __future__ import annotations
 import threading
 import time
 
-import emu_wire as wire
 import pytest
 from emu_cluster import poll
-from emu_load import Flood
+from emu_load import Flood, send_one
 
 from faults.readonly_fs import ReadonlyFs
-from remoting.codes import ResponseCode
-from remoting.errors import RemotingError
-from remoting.message import Message
-from remoting.producer import Producer
 
 pytestmark = pytest.mark.root
 TOPIC = "RoTopic"
@@ -34,16 +29,15 @@ def _apply_readonly(cluster):
 def test_readonly_slave_acks_then_stalls_at_file_boundary(emu_cluster):
     files = {"mappedFileSizeCommitLog": str(2 << 20)}
     cluster = emu_cluster(master_conf=files, slave_conf=files)
-    client = cluster.client
-    wire.create_topic(client, cluster.master.addr, TOPIC, 4)
-    with Flood(client, cluster.master.addr, TOPIC, threads=12, body_size=1024) as flood:
-        poll(lambda: flood.count(0, code=ResponseCode.SUCCESS) >= 200, 30, "SEND_OK before the fault")
+    cluster.create_topic(TOPIC, 4)
+    with Flood(cluster.producer(), TOPIC, threads=12, body_size=1024) as flood:
+        poll(lambda: flood.count(0, "SEND_OK") >= 200, 30, "SEND_OK before the fault")
         fault_at = _apply_readonly(cluster)
         after = fault_at + 0.2
         # 1. SEND_OK at full speed while the slave stores nothing
-        poll(lambda: flood.count(after, code=ResponseCode.SUCCESS) >= 100, 30, "SEND_OK after the fault")
-        # 2. the cliff: replication stops, sends time out
-        poll(lambda: flood.count(fault_at, error="RemotingTimeoutException") >= 10, 60, "client timeouts")
+        poll(lambda: flood.count(after, "SEND_OK") >= 100, 30, "SEND_OK after the fault")
+        # 2. the cliff: replication stops, sends time out (the 4.9.1 client: "sendDefaultImpl call timeout")
+        poll(lambda: flood.count(fault_at, "RemotingTooMuchRequestException") >= 10, 60, "client timeouts")
         stalled_at = time.monotonic()
         poll(lambda: "transfer messsage to slave timeout" in cluster.master.log("store.log"), 15,
              "the group-transfer timeout line")
@@ -53,46 +47,36 @@ def test_readonly_slave_acks_then_stalls_at_file_boundary(emu_cluster):
         gap = int(info["commitLogMaxOffset"]) - int(info["haPush2SlaveMaxOffset"])
         assert 0 < gap < 256 << 20
         probe: list = []
-        producer = Producer(cluster.nodes["namesrv"].addr, "probe_group")
-        prober = threading.Thread(target=_probe, args=(producer, probe), daemon=True)
+        producer = cluster.producer("probe_group")
+        prober = threading.Thread(target=lambda: probe.append(send_one(producer, TOPIC, b"probe", "probe", 30000)),
+                                  daemon=True)
         prober.start()
         prober.join(45)
-        producer.close()
         # a new producer with send(msg, 30000): the whole budget goes into waiting, no answer comes
-        assert probe and probe[0][0] == "RemotingTooMuchRequestException", probe
-        assert probe[0][1] >= 30000
+        assert probe and probe[0].outcome == "RemotingTooMuchRequestException", probe
+        assert probe[0].remark == "sendDefaultImpl call timeout" and probe[0].latency_ms >= 30000
         late = flood.since(stalled_at + 4)
-        assert late and all(o.code != ResponseCode.SUCCESS for o in late)
+        assert late and all(o.outcome != "SEND_OK" for o in late), flood.words(stalled_at + 4)
     # the slave drops what came after the fault; the master has it
     slave_log = cluster.slave.log("store.log")
     assert "Error occurred when append message to mappedFile." in slave_log
     assert "appendData getLastMappedFile error" in slave_log
-    acked = {o.key: o.queue_id for o in flood.since(after) if o.code == ResponseCode.SUCCESS}
-    on_master = {m.keys for q in range(4) for m in wire.pull_queue(client, cluster.master.addr, TOPIC, q)}
-    on_slave = {m.keys for q in range(4) for m in wire.pull_queue(client, cluster.slave.addr, TOPIC, q)}
-    assert acked and set(acked) <= on_master
-    assert not set(acked) & on_slave
-
-
-def _probe(producer: Producer, out: list) -> None:
-    begin = time.monotonic()
-    try:
-        result = producer.send(Message(TOPIC, b"probe", keys="probe"), 30000)
-        out.append((result.status, (time.monotonic() - begin) * 1000))
-    except RemotingError as e:
-        out.append((type(e).__name__, (time.monotonic() - begin) * 1000))
+    acked = {o.key for o in flood.matching(after, "SEND_OK")}
+    on_master = {m.keys for m in cluster.pull_all("master", TOPIC, 4)}
+    on_slave = {m.keys for m in cluster.pull_all("slave", TOPIC, 4)}
+    assert acked and acked <= on_master
+    assert not acked & on_slave
 
 
 def test_readonly_slave_with_small_fallbehind_max_gets_slave_not_available(emu_cluster):
     cluster = emu_cluster(master_conf={"haSlaveFallbehindMax": str(1 << 20)})
-    client = cluster.client
-    wire.create_topic(client, cluster.master.addr, TOPIC, 4)
-    with Flood(client, cluster.master.addr, TOPIC, threads=12, body_size=48 * 1024) as flood:
-        poll(lambda: flood.count(0, code=ResponseCode.SUCCESS) >= 20, 30, "SEND_OK before the fault")
+    cluster.create_topic(TOPIC, 4)
+    with Flood(cluster.producer(), TOPIC, threads=12, body_size=48 * 1024) as flood:
+        poll(lambda: flood.count(0, "SEND_OK") >= 20, 30, "SEND_OK before the fault")
         fault_at = _apply_readonly(cluster)
-        poll(lambda: flood.count(fault_at, error="RemotingTimeoutException") >= 1, 60, "client timeouts")
-        poll(lambda: flood.count(fault_at, code=ResponseCode.SLAVE_NOT_AVAILABLE) >= 20, 60, "SLAVE_NOT_AVAILABLE")
-    sna = [o for o in flood.since(fault_at) if o.code == ResponseCode.SLAVE_NOT_AVAILABLE]
+        poll(lambda: flood.count(fault_at, "RemotingTooMuchRequestException") >= 1, 60, "client timeouts")
+        poll(lambda: flood.count(fault_at, "SLAVE_NOT_AVAILABLE") >= 20, 60, "SLAVE_NOT_AVAILABLE")
+    sna = flood.matching(fault_at, "SLAVE_NOT_AVAILABLE")
     # answered at once, not after a group-transfer wait (syncFlushTimeout 5000 ms) or a client timeout
     assert sorted(o.latency_ms for o in sna)[len(sna) // 2] < 1000
     info = cluster.runtime("master")
