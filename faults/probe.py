@@ -1,6 +1,11 @@
 """Measurements that prove a fault's effect: a write that fails with EROFS, a write that blocks (frozen
 filesystem), and a direct-I/O bandwidth/IOPS probe run inside the node's blkio cgroup. The blocking and the direct-I/O
-probes run as child processes (`python -m faults.probe ...`) tagged as ours, so the harness itself never hangs."""
+probes run as child processes (`python -m faults.probe ...`) tagged as ours, so the harness itself never hangs.
+
+The direct-I/O probe also samples the cgroup's own I/O counters for the device while it runs (v1
+`blkio.throttle.io_service_bytes_recursive` / `io_serviced_recursive`, v2 `io.stat`): a throttle limits the cgroup,
+so the cgroup's total (probe plus whatever the node writes meanwhile) is what a limit is measured against, and the
+probe's share of it is reported beside it."""
 from __future__ import annotations
 
 import argparse
@@ -23,6 +28,11 @@ WARMUP_S = 0.15
 BLOCKED_AFTER_S = 0.25
 """A probe write still unfinished (in D state) after this long counts as blocked."""
 PROBE_START_TIMEOUT_S = 10.0
+STAT_EVERY_S = 0.01
+"""The probe samples the cgroup's I/O counters after a completion at most this often."""
+V1_STAT_FILES = ("blkio.throttle.io_service_bytes_recursive", "blkio.throttle.io_serviced_recursive")
+V1_DIRECTION = {"write": "Write", "read": "Read"}
+V2_KEYS = {"write": ("wbytes", "wios"), "read": ("rbytes", "rios")}
 
 
 def probe_path(mount: str, name: str) -> str:
@@ -65,13 +75,42 @@ def blocked_write_probe(path: str, tag: str, blocked_after_s: float = BLOCKED_AF
         return evidence
 
 
+def cgroup_io(cgroup: str, majmin: str, mode: str) -> tuple[int, int]:
+    """(bytes, operations) the cgroup (with its descendants) has done on device `majmin` in direction `mode`
+    (`write`/`read`): v1 blkio throttle counters, or v2 `io.stat`. (0, 0) before its first I/O there."""
+    v1 = os.path.join(cgroup, V1_STAT_FILES[0])
+    if os.path.exists(v1):
+        out = []
+        for name in V1_STAT_FILES:
+            value = 0
+            with open(os.path.join(cgroup, name), encoding="ascii") as f:
+                for line in f:
+                    parts = line.split()
+                    if len(parts) == 3 and parts[0] == majmin and parts[1] == V1_DIRECTION[mode]:
+                        value = int(parts[2])
+            out.append(value)
+        return out[0], out[1]
+    with open(os.path.join(cgroup, "io.stat"), encoding="ascii") as f:
+        for line in f:
+            parts = line.split()
+            if parts and parts[0] == majmin:
+                fields = dict(p.split("=", 1) for p in parts[1:] if "=" in p)
+                nbytes, nops = V2_KEYS[mode]
+                return int(fields.get(nbytes, 0)), int(fields.get(nops, 0))
+    return 0, 0
+
+
 def dio_probe(path: str, tag: str, cgroups: list[str], *, mode: str, chunk: int, seconds: float,
-              max_bytes: int) -> dict:
-    """Run `python -m faults.probe dio` in `cgroups` and return its measurement (rate after the warm-up)."""
+              max_bytes: int, stat_cgroup: str | None = None, stat_device: str | None = None) -> dict:
+    """Run `python -m faults.probe dio` in `cgroups` and return its measurement (rate after the warm-up). With
+    `stat_cgroup` and `stat_device` (`MAJ:MIN`) the result also has `cgroup`: that cgroup's byte and operation
+    rates on the device over the same window (probe plus everything else in the cgroup)."""
     argv = [sys.executable, "-m", "faults.probe", "dio", path, "--mode", mode, "--chunk", str(chunk),
             "--seconds", str(seconds), "--max-bytes", str(max_bytes)]
     for cg in cgroups:
         argv += ["--cgroup", cg]
+    if stat_cgroup and stat_device:
+        argv += ["--stat-cgroup", stat_cgroup, "--stat-device", stat_device]
     proc = subprocess.run(argv, env=_env(tag), capture_output=True, text=True, timeout=seconds + 60)
     if proc.returncode != 0:
         raise FaultError(f"direct-I/O probe on {path} failed: {(proc.stderr.strip() or 'no output').splitlines()[-1]}")
@@ -107,7 +146,10 @@ def _dio(args: argparse.Namespace) -> dict:
         size = os.fstat(fd).st_size
     points: list[tuple[float, int]] = []
     done, ops, offset = 0, 0, 0
+    stats: list[tuple[float, int, int]] = []
     t0 = time.monotonic()
+    if args.stat_cgroup:
+        stats.append((0.0, *cgroup_io(args.stat_cgroup, args.stat_device, args.mode)))
     try:
         while done < args.max_bytes and time.monotonic() - t0 < args.seconds:
             if args.mode == "write":
@@ -119,14 +161,30 @@ def _dio(args: argparse.Namespace) -> dict:
             offset += n
             done += n
             ops += 1
-            points.append((time.monotonic() - t0, done))
+            now = time.monotonic() - t0
+            points.append((now, done))
+            if args.stat_cgroup and now - stats[-1][0] >= STAT_EVERY_S:
+                stats.append((now, *cgroup_io(args.stat_cgroup, args.stat_device, args.mode)))
     finally:
         os.close(fd)
     elapsed = time.monotonic() - t0
     op_points = [(t, i + 1) for i, (t, _) in enumerate(points)]
-    return {"mode": args.mode, "bytes": done, "ops": ops, "chunk": args.chunk, "elapsed_s": round(elapsed, 4),
-            "rate_bps": round(rate_of(points)), "iops": round(rate_of(op_points), 1),
-            "mean_bps": round(done / elapsed) if elapsed > 0 else 0}
+    result = {"mode": args.mode, "bytes": done, "ops": ops, "chunk": args.chunk, "elapsed_s": round(elapsed, 4),
+              "rate_bps": round(rate_of(points)), "iops": round(rate_of(op_points), 1),
+              "mean_bps": round(done / elapsed) if elapsed > 0 else 0}
+    if args.stat_cgroup:
+        stats.append((elapsed, *cgroup_io(args.stat_cgroup, args.stat_device, args.mode)))
+        result["cgroup"] = _cgroup_rates(stats)
+    return result
+
+
+def _cgroup_rates(stats: list[tuple[float, int, int]]) -> dict:
+    """The cgroup's rates over the probe's window (least-squares slopes after the warm-up, as the probe's own)."""
+    t0, b0, o0 = stats[0]
+    bytes_points = [(t, b - b0) for t, b, _ in stats]
+    op_points = [(t, o - o0) for t, _, o in stats]
+    return {"rate_bps": round(rate_of(bytes_points)), "iops": round(rate_of(op_points), 1),
+            "bytes": stats[-1][1] - b0, "ops": stats[-1][2] - o0, "samples": len(stats)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -141,6 +199,8 @@ def main(argv: list[str] | None = None) -> int:
     d.add_argument("--seconds", type=float, default=0.6)
     d.add_argument("--max-bytes", type=int, default=64 << 20)
     d.add_argument("--cgroup", action="append", default=[])
+    d.add_argument("--stat-cgroup", help="also sample this cgroup's I/O counters for --stat-device")
+    d.add_argument("--stat-device", help="MAJ:MIN of the device whose counters are sampled")
     args = parser.parse_args(argv)
     if args.cmd == "write":
         print("start", flush=True)

@@ -38,14 +38,16 @@ class Node:
 
 
 def make_node(journal: Journal, base: Path, run_id: str, name: str, *, role: str = "slave",
-              heap: int = HEAP_BYTES, store_bytes: int = STORE_BYTES, extras: dict | None = None) -> Node:
+              heap: int = HEAP_BYTES, store_bytes: int = STORE_BYTES, extras: dict | None = None,
+              node_args: list[str] = ()) -> Node:
+    """`node_args`: more arguments of `target_node.py` (e.g. `--record-bytes 65536 --interval-ms 0`)."""
     cgroups = NodeCgroups.create(journal, run_id, name)
     store = LoopStore.create(journal, str(base / f"{name}.img"), str(base / f"{name}-store"), store_bytes,
                              run_id=run_id, node=name)
     port = free_port()
     control = ProcessNode(journal=journal, name=name, run_id=run_id,
                           argv=[sys.executable, TARGET_NODE, "--store", store.mount, "--port", str(port),
-                                "--heap", str(heap)],
+                                "--heap", str(heap), *node_args],
                           pidfile=str(base / "pids" / f"{name}.pid"), cgroups=cgroups.dirs,
                           log_path=str(base / f"{name}.log"), ready_port=port)
     control.start()

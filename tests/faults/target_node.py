@@ -1,5 +1,6 @@
-"""A stand-in broker for fault tests: keeps a commitlog-like file open for writing on its store and appends to it
-every few ms (fsync'ed; write errors such as EROFS are counted and ignored, like the 4.9.1 slave), holds private
+"""A stand-in broker for fault tests: keeps a commitlog-like file open for writing on its store and appends a record
+to it every few ms (fsync'ed, so the writes are the node's own I/O on its store device, as a SYNC_FLUSH broker's;
+write errors such as EROFS are counted and ignored, like the 4.9.1 slave), holds private
 anonymous "heap" memory that it touches every second (so memory pressure swaps it), and answers `status` on a TCP
 port (ready signal)."""
 from __future__ import annotations
@@ -15,7 +16,6 @@ import sys
 import time
 
 PAGE = mmap.PAGESIZE
-RECORD = b"r" * 4096
 LOG_WRAP = 8 << 20
 
 
@@ -25,7 +25,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--heap", type=int, default=32 << 20)
     parser.add_argument("--interval-ms", type=float, default=20.0)
+    parser.add_argument("--record-bytes", type=int, default=4096, help="bytes appended (and fsync'ed) per record")
     args = parser.parse_args(argv)
+    record = b"r" * args.record_bytes
     heap = mmap.mmap(-1, args.heap, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
     for off in range(0, args.heap, PAGE):
         heap[off] = 1
@@ -50,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             if log.tell() >= LOG_WRAP:
                 log.seek(0)
-            log.write(RECORD)
+            log.write(record)
             os.fsync(log.fileno())
             stats["writes"] += 1
         except OSError as e:

@@ -81,3 +81,21 @@ def test_disk_throttle_read_iops_measured(nodes, journal):
     fault.revert()
     after = _measure(node, "read", 0.3, 4 << 20, 4096)
     assert after["iops"] > 600
+
+
+def test_disk_throttle_verify_measures_the_cgroup_while_the_node_writes(nodes, journal):
+    """The node itself writes through the throttled device while verify runs (64 KiB records, each fsync'ed, as
+    fast as the limit lets them): the probe gets only a share of the limit, the cgroup's total is the limit."""
+    node = nodes("master", role="master", node_args=["--record-bytes", "65536", "--interval-ms", "0"])
+    limit = 1 << 20
+    fault = DiskThrottle(node.target, {"write_bps": limit}, journal=journal)
+    fault.apply()
+    writes_before = node.status()["writes"]
+    evidence = fault.verify()["write_bps"]
+    assert abs(evidence["ratio"] - 1) <= 0.2, evidence  # probe + node, counted by the cgroup
+    assert evidence["measured"] == evidence["probe"]["cgroup"]["rate_bps"]
+    # the node's own writes took a real part of the limit: the probe alone would not have measured it
+    assert evidence["probe_measured"] < 0.8 * limit and evidence["probe_share"] < 0.8, evidence
+    assert node.status()["writes"] > writes_before
+    gone = fault.revert()
+    assert gone["write_bps"]["probe_measured"] > 1.2 * limit
