@@ -50,6 +50,7 @@ class DiskThrottle(Fault):
     Params = DiskThrottleParams
     target_roles = ("master", "slave")
     VERIFY_TIMEOUT_S = 3.0
+    CONTAINER_TARGETS = True
 
     @classmethod
     def problems(cls) -> list[str]:
