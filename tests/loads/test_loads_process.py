@@ -1,6 +1,6 @@
 """LoadProcess end to end: Locust in a child process, the real remoting Producer, real sockets to a scripted broker,
 rows in Parquet. Records equal requests (every send fired has exactly one row, also when the run is stopped by
-SIGTERM, by the harness going away, or by a drain timeout), phases and rates reach the rows by intended time,
+SIGTERM or SIGINT, by the harness going away, or by a drain timeout), phases and rates reach the rows by intended time,
 outcomes and Locust's own statistics agree with the rows."""
 from __future__ import annotations
 
@@ -61,13 +61,14 @@ def test_records_equal_requests_and_phases_follow_intended_time(broker, run_dir,
     assert after == pytest.approx(600, rel=0.1)
 
 
-def test_sigterm_midway_leaves_every_completed_request_in_readable_parts(broker, run_dir, start_load):
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_signal_midway_leaves_every_completed_request_in_readable_parts(broker, run_dir, start_load, sig):
     load = start_load(spec_of(broker, model="open", rate=500, clients=[{"name": "flood", "users": 32}]))
     wait_for(lambda: load.stats()["rows_written"] > 200, 10, "rows on disk")
-    os.kill(load.pids[0], signal.SIGTERM)
-    wait_for(lambda: load.master.poll() is not None, 30, "the load process to exit after SIGTERM")
+    os.kill(load.pids[0], sig)
+    wait_for(lambda: load.master.poll() is not None, 30, f"the load process to exit after {sig.name}")
     result = load.stop()
-    assert result["reason"] == "SIGTERM" and load.master.returncode == 0
+    assert result["reason"] == sig.name and load.master.returncode == 0
     table = read_rows(run_dir)
     n = assert_contiguous_seqs(table)["w0"]
     assert n == result["result"]["fired"] and set(rows_by_key(run_dir)) == set(broker.keys())
