@@ -4,7 +4,8 @@ Image: `cluster.image` (the scenario, or `--image`), else `$ROCKETMQ_IMAGE`, els
 `{version}` in the name becomes the scenario's version, so `ROCKETMQ_IMAGE=rmq-chaos/rocketmq-emulator:{version}`
 serves every version. Nothing is pulled (these machines cannot): an image that is not present is a one-line error
 saying how to get it. Compose file: `compose/rocketmq-4.yml` for 4.9.x, `compose/rocketmq-5.yml` for 5.x
-(`$RMQ_COMPOSE_DIR` moves the directory)."""
+(`$RMQ_COMPOSE_DIR` moves the directory). An image whose `ROCKETMQ_VERSION` differs from `cluster.version` is
+refused: the run would record one version and run another."""
 from __future__ import annotations
 
 import os
@@ -17,6 +18,8 @@ COMPOSE_DIR_ENV = "RMQ_COMPOSE_DIR"
 COMPOSE_DIR = Path(__file__).resolve().parents[2] / "compose"
 COMPOSE_FILES = {"4": "rocketmq-4.yml", "5": "rocketmq-5.yml"}
 BUILD_SCRIPT = "compose/image/build-emulator-image.sh"
+VERSION_ENV = "ROCKETMQ_VERSION"
+"""The official images (and ours) say which release they run in this variable."""
 
 
 class ComposeSetupError(RuntimeError):
@@ -61,5 +64,11 @@ def check_setup(cluster: Any) -> dict[str, Any]:
                 f"where a registry is reachable")
         raise ComposeSetupError(f"image {image} is not present on this Docker engine (nothing is pulled); {hint}; "
                                 f"choose another with cluster.image, --image or ${IMAGE_ENV}") from None
+    env = dict(e.split("=", 1) for e in (found.attrs.get("Config") or {}).get("Env") or [] if "=" in e)
+    runs = env.get(VERSION_ENV)
+    if runs is not None and runs != cluster.version:
+        raise ComposeSetupError(f"image {image} runs RocketMQ {runs} (its {VERSION_ENV}), the scenario asks for "
+                                f"{cluster.version}; allowed: an image of {cluster.version} (e.g. a name with "
+                                "'{version}'), or cluster.version " + runs)
     return {"image": image, "image_id": found.id, "labels": found.labels or {}, "compose_binary": binary,
             "compose_file": str(compose_file_for(cluster.version)), "engine": engine.engine_address()}

@@ -34,6 +34,14 @@ def test_missing_image_is_one_line_and_nothing_is_pulled(tmp_path: Path, docker_
                      "cluster.image, --image or $ROCKETMQ_IMAGE"]
 
 
+@pytest.mark.docker
+def test_image_of_another_version_is_refused(tmp_path: Path, test_image: str) -> None:
+    lines = _refused(["run", SEED, "--backend", "compose", "--image", "rmq-chaos/rocketmq-emulator:5.3.0"], tmp_path)
+    assert lines == [f"{SEED}: image rmq-chaos/rocketmq-emulator:5.3.0 runs RocketMQ 5.3.0 (its ROCKETMQ_VERSION), "
+                     "the scenario asks for 4.9.1; allowed: an image of 4.9.1 (e.g. a name with '{version}'), or "
+                     "cluster.version 5.3.0"]
+
+
 def test_bad_image_reference_is_one_line(tmp_path: Path) -> None:
     lines = _refused(["run", SEED, "--backend", "compose", "--image", "Bad Image"], tmp_path)
     assert lines == [f"{SEED}: cluster.image: 'Bad Image' is not an image reference; allowed: "
