@@ -104,17 +104,15 @@ def _compute(spark: SparkSession, runs: Sequence[RunDir], frames: Frames, enrich
     step("loss check")
     totals = _totals(counts)
     readback_runs = {r.run_id: r.timeline.readback_nodes for r in runs if r.readback_complete}
-    flags_df = None
-    if readback_runs:
-        flags_df = key_flags(enriched, frames.readback, list(readback_runs)).persist(StorageLevel.MEMORY_AND_DISK)
+    kf = key_flags(enriched, frames.readback, list(readback_runs)) if readback_runs else None
     try:
-        loss = loss_checks(flags_df, readback_runs, totals, ids)
+        loss = loss_checks(kf, readback_runs, totals, ids)
         step("fault timings and expectations")
         specs = [FaultSpec((r.run_id, f.fault_id), r.run_id, f) for r in runs for f in r.timeline.faults]
-        measured, timings = measure(enriched, flags_df, runs, t0, loss, specs)
+        measured, timings = measure(enriched, kf, runs, t0, loss, specs)
     finally:
-        if flags_df is not None:
-            flags_df.unpersist()
+        if kf is not None:
+            kf.release()
 
     results = []
     for run in runs:
@@ -123,8 +121,13 @@ def _compute(spark: SparkSession, runs: Sequence[RunDir], frames: Frames, enrich
         warnings = list(run.warnings)
         if run.parts["requests"] and rows == 0:
             warnings.append(f"requests/: no row has run_id {rid!r}: the parts belong to another run")
+        incomplete = None
+        if not run.timeline.completed:
+            incomplete = f"run status {run.timeline.status!r} (events.jsonl has no run_end 'completed')"
+        elif not run.requests_complete:
+            incomplete = "request part files were skipped (truncated)"
         verdict = RunVerdict(rid, run.scenario_name,
-                             [judge(e, measured[(rid, i)]) for i, e in enumerate(run.expectations)])
+                             [judge(e, measured[(rid, i)]) for i, e in enumerate(run.expectations)], incomplete)
         faults = [_fault_row(f, timings[(rid, f.fault_id)], t0[rid]) for f in run.timeline.faults]
         run_counts = _split(counts, rid, ["phase", "outcome"])
         results.append(RunResults(

@@ -6,15 +6,20 @@ read back from the master but not from the slave; recovered = keys read back fro
 acknowledged (fail/info); duplicated = keys read back more than once from the master; unexpected = read-back keys
 of this run (prefix `<run_id>:`) that no request row has. Keys of other runs found in the topic are `foreign`.
 
-One shuffle does it: the request keys and the read-back keys are unioned and grouped by (run_id, key), giving one
-row per key with how often it was sent, acknowledged, and read back from each node (`key_flags`).
+One shuffle does it: request keys and read-back keys are unioned and grouped per key, giving how often each key
+was sent, acknowledged, and read back from each node (`KeyFlags`). To keep that shuffle small, keys travel as a
+64-bit hash (xxhash64) with the five counts packed in one long; a second, independent 32-bit hash of every key
+(murmur3) is compared within each group, and if two different keys ever share a 64-bit hash (about 1e-5 chance
+per 10^7 keys), or a count does not fit its bits, the check is redone on the key strings. Only a pair of keys
+equal in both hashes (about 1e-14 per 10^7 keys) would go unnoticed. Sample keys are looked up from their hashes.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
@@ -22,41 +27,131 @@ from analysis import contract as c
 
 SAMPLE_KEYS = 10
 CATEGORIES = ("lost", "not_on_slave", "recovered", "duplicated", "unexpected")
+FIELDS = ("sent", "acked", "master_n", "slave_n", "own_n")
+FIELD_BITS = 12
+FIELD_MAX = (1 << FIELD_BITS) - 1
+
+KeyHash = Callable[[Column], Column]
 
 
-def key_flags(requests: DataFrame, readback: DataFrame, runs: Sequence[str]) -> DataFrame:
-    """One row per (run_id, key) of `runs`: sent (request rows), acked (any in the ok class), master_n, slave_n."""
-    zero = F.lit(0).cast("long")
-    sent = requests.where(F.col("run_id").isin(list(runs))).select(
-        "run_id", "key", F.lit(1).cast("long").alias("sent"), (F.col("cls") == c.OK).cast("long").alias("acked"),
-        zero.alias("master_n"), zero.alias("slave_n"))
-    read = readback.where(F.col("key").isNotNull() & F.col("run_id").isin(list(runs))).select(
-        "run_id", "key", zero.alias("sent"), zero.alias("acked"),
-        (F.col("node") == "master").cast("long").alias("master_n"),
-        (F.col("node") == "slave").cast("long").alias("slave_n"))
-    return sent.unionByName(read).groupBy("run_id", "key").agg(
-        F.sum("sent").alias("sent"), F.max("acked").alias("acked"), F.sum("master_n").alias("master_n"),
-        F.sum("slave_n").alias("slave_n"))
+def key_hash(key: Column) -> Column:
+    return F.xxhash64(key)
+
+
+def check_hash(key: Column) -> Column:
+    return F.hash(key)
+
+
+def _pack(**fields: Column) -> Column:
+    out = F.lit(0).cast("long")
+    for i, name in enumerate(FIELDS):
+        if name in fields:
+            out = out + fields[name].cast("long") * F.lit(1 << (FIELD_BITS * i))
+    return out
+
+
+def _unpacked(packed: Column) -> list[Column]:
+    return [F.shiftright(packed, FIELD_BITS * i).bitwiseAND(F.lit(FIELD_MAX)).alias(name)
+            for i, name in enumerate(FIELDS)]
 
 
 def flags() -> dict[str, Column]:
-    """Per key of `key_flags` (or per request row joined with it): which loss category it falls in."""
+    """Per key (a `KeyFlags` row, or a request row annotated with its key's counts): its loss categories."""
     sent, acked, on_master = F.col("sent") > 0, F.col("acked") > 0, F.col("master_n") > 0
     return {
         "lost": sent & acked & ~on_master,
         "not_on_slave": sent & acked & on_master & (F.col("slave_n") == 0),
         "recovered": sent & ~acked & on_master,
         "duplicated": sent & (F.col("master_n") > 1),
-        "unexpected": ~sent & F.col("key").startswith(F.concat(F.col("run_id"), F.lit(":"))),
-        "foreign": ~sent & ~F.col("key").startswith(F.concat(F.col("run_id"), F.lit(":"))),
+        "unexpected": ~sent & (F.col("own_n") > 0),
+        "foreign": ~sent & (F.col("own_n") == 0),
     }
 
 
-def annotate(requests: DataFrame, flags_df: DataFrame) -> DataFrame:
-    """Request rows with their key's `acked`, `master_n`, `slave_n` (for loss metrics over filtered rows)."""
-    return requests.join(flags_df.where(F.col("sent") > 0).select("run_id", "key", "master_n", "slave_n"),
-                         ["run_id", "key"], "left").withColumn("sent", F.lit(1)).withColumn(
-        "acked", (F.col("cls") == c.OK).cast("long"))
+def run_index(runs: Sequence[str]) -> Column:
+    """A run's index in `runs` (an int travels through a shuffle cheaper than the run id)."""
+    return F.create_map(*[F.lit(x) for i, r in enumerate(runs) for x in (r, i)])[F.col("run_id")]
+
+
+@dataclass
+class KeyFlags:
+    """One row per key of the runs with a read-back: `run` (index into `runs`), `id` (the key's 64-bit hash, or
+    the key itself when `exact`), and the counts of FIELDS. `release()` frees what it keeps cached."""
+
+    df: DataFrame
+    runs: list[str]
+    exact: bool
+    requests: DataFrame
+    readback: DataFrame
+    cached: DataFrame | None = None
+
+    def run_index(self) -> Column:
+        return run_index(self.runs)
+
+    def release(self) -> None:
+        if self.cached is not None:
+            self.cached.unpersist()
+
+    def key_id(self) -> Column:
+        return F.col("key") if self.exact else key_hash(F.col("key"))
+
+    def annotate(self, requests: DataFrame) -> DataFrame:
+        """Request rows with their key's counts (for loss metrics over filtered rows)."""
+        counts = self.df.where(F.col("sent") > 0).select("run", "id", "master_n", "slave_n", "own_n")
+        return (requests.withColumn("run", self.run_index()).withColumn("id", self.key_id())
+                .join(counts, ["run", "id"], "left")
+                .withColumn("sent", F.lit(1)).withColumn("acked", (F.col("cls") == c.OK).cast("long")))
+
+    def samples(self) -> dict[str, dict[str, list[str]]]:
+        """Up to SAMPLE_KEYS keys per run and category (the smallest ids), in key order."""
+        f = flags()
+        cats = F.array_compact(F.array(*[F.when(f[name], F.lit(name)) for name in CATEGORIES]))
+        w = Window.partitionBy("run", "category").orderBy("id")
+        picked = (self.df.select("run", "id", F.explode(cats).alias("category"))
+                  .withColumn("rn", F.row_number().over(w)).where(F.col("rn") <= SAMPLE_KEYS).collect())
+        names = self._key_names({r["id"] for r in picked}) if not self.exact else {}
+        out: dict[str, dict[str, list[str]]] = {}
+        for r in picked:
+            key = r["id"] if self.exact else names.get((r["run"], r["id"]), f"<hash {r['id']}>")
+            out.setdefault(self.runs[r["run"]], {}).setdefault(r["category"], []).append(key)
+        return {run: {k: sorted(v) for k, v in cats_.items()} for run, cats_ in out.items()}
+
+    def _key_names(self, ids: set[int]) -> dict[tuple[int, int], str]:
+        if not ids:
+            return {}
+        wanted = F.col("h").isin(sorted(ids))
+        both = self.requests.select("run_id", "key").unionByName(self.readback.select("run_id", "key"))
+        rows = (both.where(F.col("run_id").isin(self.runs) & F.col("key").isNotNull())
+                .select(self.run_index().alias("run"), key_hash(F.col("key")).alias("h"), "key")
+                .where(wanted).distinct().collect())
+        return {(r["run"], r["h"]): r["key"] for r in rows}
+
+
+def key_flags(requests: DataFrame, readback: DataFrame, runs: Sequence[str], hash_fn: KeyHash = key_hash,
+              check_fn: KeyHash = check_hash) -> KeyFlags:
+    """Per-key counts of `runs` (requests need `run_id, key, cls`; read-back `run_id, node, key`). Hashed, with
+    the exact fallback described in the module docstring (`hash_fn`/`check_fn` exist for testing it)."""
+    runs = list(runs)
+    run_idx, own = run_index(runs), F.col("key").startswith(F.concat(F.col("run_id"), F.lit(":")))
+    sent = requests.where(F.col("run_id").isin(runs)).select(
+        run_idx.alias("run"), F.col("key"), _pack(sent=F.lit(1), acked=F.col("cls") == c.OK).alias("p"))
+    read = readback.where(F.col("key").isNotNull() & F.col("run_id").isin(runs)).select(
+        run_idx.alias("run"), F.col("key"),
+        _pack(master_n=F.col("node") == "master", slave_n=F.col("node") == "slave", own_n=own).alias("p"))
+    both = sent.unionByName(read)
+    hashed = both.select("run", hash_fn(F.col("key")).alias("id"), check_fn(F.col("key")).alias("chk"), "p")
+    grouped = hashed.groupBy("run", "id").agg(F.sum("p").alias("p"), F.count(F.lit(1)).alias("n"),
+                                              F.min("chk").alias("lo"), F.max("chk").alias("hi"))
+    checked = grouped.persist(StorageLevel.MEMORY_AND_DISK)
+    bad = checked.where((F.col("lo") != F.col("hi")) | (F.col("n") > FIELD_MAX)).limit(1).count()
+    if bad == 0:
+        return KeyFlags(checked.select("run", "id", *_unpacked(F.col("p"))), runs, False, requests, readback,
+                        cached=checked)
+    checked.unpersist()
+    exact = both.groupBy("run", F.col("key").alias("id")).agg(
+        *[F.sum(F.shiftright("p", FIELD_BITS * i).bitwiseAND(F.lit(FIELD_MAX))).alias(name)
+          for i, name in enumerate(FIELDS)])
+    return KeyFlags(exact, runs, True, requests, readback)
 
 
 @dataclass
@@ -75,22 +170,20 @@ class LossCheck:
                 "samples": self.samples, "note": self.note}
 
 
-def loss_checks(flags_df: DataFrame | None, readback_runs: dict[str, list[str] | None],
+def loss_checks(kf: KeyFlags | None, readback_runs: dict[str, list[str] | None],
                 totals: dict[str, dict[str, int]], all_runs: Sequence[str]) -> dict[str, LossCheck]:
     """Loss check of every run. `readback_runs`: runs with a complete read-back -> the nodes read (None: infer
     from the rows); `totals`: run -> attempted / acknowledged / send_ok counted from the request rows.
     `read_master`/`read_slave` count the read-back rows that carry a key."""
     f = flags()
     by_run: dict[str, dict[str, Any]] = {}
-    nodes_read: dict[str, dict[str, int]] = {}
     samples: dict[str, dict[str, list[str]]] = {}
-    if flags_df is not None and readback_runs:
-        for r in flags_df.groupBy("run_id").agg(*[F.sum(cond.cast("long")).alias(k) for k, cond in f.items()],
-                                                F.sum("master_n").alias("master"), F.sum("slave_n").alias("slave"),
-                                                ).collect():
-            by_run[r["run_id"]] = r.asDict()
-            nodes_read[r["run_id"]] = {n: int(r[n]) for n in ("master", "slave") if r[n]}
-        samples = _samples(flags_df, f)
+    if kf is not None and readback_runs:
+        for r in kf.df.groupBy("run").agg(*[F.sum(cond.cast("long")).alias(k) for k, cond in f.items()],
+                                          F.sum("master_n").alias("master"), F.sum("slave_n").alias("slave"),
+                                          ).collect():
+            by_run[kf.runs[r["run"]]] = r.asDict()
+        samples = kf.samples()
     out = {}
     for run in all_runs:
         t = totals.get(run, {})
@@ -99,25 +192,14 @@ def loss_checks(flags_df: DataFrame | None, readback_runs: dict[str, list[str] |
             counts.update(dict.fromkeys((*CATEGORIES, "foreign", "read_master", "read_slave")))
             out[run] = LossCheck(run, False, False, counts, note="no complete read-back: loss check not measured")
             continue
-        declared, read, base = readback_runs[run], nodes_read.get(run, {}), by_run.get(run, {})
-        slave_read = ("slave" in declared) if declared is not None else "slave" in read
+        declared, base = readback_runs[run], by_run.get(run, {})
+        read = {n: int(base.get(n) or 0) for n in ("master", "slave")}
+        slave_read = ("slave" in declared) if declared is not None else read["slave"] > 0
         counts.update({k: int(base.get(k) or 0) for k in (*CATEGORIES, "foreign")})
-        counts.update(read_master=read.get("master", 0), read_slave=read.get("slave", 0) if slave_read else None)
+        counts.update(read_master=read["master"], read_slave=read["slave"] if slave_read else None)
         if not slave_read:
             counts["not_on_slave"] = None
         smp = {k: v for k, v in samples.get(run, {}).items() if counts.get(k) is not None}
         out[run] = LossCheck(run, True, slave_read, counts, smp,
                              note=None if slave_read else "the slave was not read back: not_on_slave unknown")
-    return out
-
-
-def _samples(flags_df: DataFrame, f: dict[str, Column]) -> dict[str, dict[str, list[str]]]:
-    """Up to SAMPLE_KEYS keys per run and category, smallest first (the same keys every time the job runs)."""
-    cats = F.array_compact(F.array(*[F.when(f[name], F.lit(name)) for name in CATEGORIES]))
-    flagged = flags_df.select("run_id", "key", F.explode(cats).alias("category"))
-    w = Window.partitionBy("run_id", "category").orderBy("key")
-    rows = flagged.withColumn("rn", F.row_number().over(w)).where(F.col("rn") <= SAMPLE_KEYS).collect()
-    out: dict[str, dict[str, list[str]]] = {}
-    for r in sorted(rows, key=lambda r: (r["run_id"], r["category"], r["rn"])):
-        out.setdefault(r["run_id"], {}).setdefault(r["category"], []).append(r["key"])
     return out

@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 from analysis import contract as c
 from analysis.expectations import FAULT_METRICS, LATENCY_METRICS, LATENCY_QUANTILE, LOSS_METRICS, Expectation
 from analysis.fault_timing import FaultSpec, FaultTiming, fault_timings, first_error_exprs
-from analysis.loss import LossCheck, annotate, flags
+from analysis.loss import KeyFlags, LossCheck, flags
 from analysis.rundir import RunDir
 from analysis.stats import BASIS_COLUMNS, micros, nearest_rank
 from analysis.timeline import NS
@@ -151,7 +151,7 @@ def _fault_rows(e: Expectation) -> tuple[Column | None, Column | None]:
     return rows, errs
 
 
-def measure(enriched: DataFrame, flags_df: DataFrame | None, runs: Sequence[RunDir], t0: dict[str, int | None],
+def measure(enriched: DataFrame, kf: KeyFlags | None, runs: Sequence[RunDir], t0: dict[str, int | None],
             loss: dict[str, LossCheck], report_specs: Sequence[FaultSpec] = ()
             ) -> tuple[dict[tuple[str, int], Measurement], dict[Hashable, FaultTiming]]:
     """Measure every expectation of every run (keys: (run_id, index in the run's `expect` list)), and the fault
@@ -177,12 +177,12 @@ def measure(enriched: DataFrame, flags_df: DataFrame | None, runs: Sequence[RunD
                 rows, errs = _fault_rows(e)
                 specs.append(FaultSpec(("expect", *key), run.run_id, fw, rows, errs))
             else:
-                joined = joined or (e.metric in ROW_LOSS_METRICS and flags_df is not None)
+                joined = joined or (e.metric in ROW_LOSS_METRICS and kf is not None)
                 w = window(e, run, t0.get(run.run_id))
                 tag = f"r{r_i}x{i}"
                 exprs += _aggregates(e, w, tag)
                 rows_needed.append((run, i, e, w, tag))
-    rows_df = annotate(enriched, flags_df) if joined and flags_df is not None else enriched
+    rows_df = kf.annotate(enriched) if joined and kf is not None else enriched
     exprs += first_error_exprs(specs)
     values: dict = {}
     if exprs:

@@ -76,7 +76,7 @@ def flatten(data: Any, prefix: str = "") -> dict[str, str]:
 
 def verdict_view(v: RunVerdict) -> dict[str, Any]:
     return {
-        "word": WORD[v.valid], "css": CSS[v.valid], "counts": v.counts(),
+        "word": WORD[v.valid], "css": CSS[v.valid], "counts": v.counts(), "incomplete": v.incomplete,
         "results": [{"name": r.name, "metric": r.expectation.metric + (f" ({r.expectation.basis})"
                                                                       if r.expectation.metric.startswith("latency_")
                                                                       else ""),

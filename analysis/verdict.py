@@ -79,14 +79,19 @@ def merge_valid(values: Iterable[bool | str]) -> bool | str:
 
 @dataclass
 class RunVerdict:
+    """The verdict of one run. A run that did not complete (no run_end 'completed', or request parts lost) is at
+    best `unknown`: every expectation may have held over the rows there are, but the history is not whole."""
+
     run_id: str
     scenario: str
     results: list[ExpectationResult]
+    incomplete: str | None = None  # why the run's history is not whole
     extra: dict[str, Any] = field(default_factory=dict)  # loss, faults, warnings for verdict.json
 
     @property
     def valid(self) -> bool | str:
-        return merge_valid(VALID_OF_STATUS[r.status] for r in self.results)
+        valid = merge_valid(VALID_OF_STATUS[r.status] for r in self.results)
+        return "unknown" if valid is True and self.incomplete else valid
 
     @property
     def exit_code(self) -> int:
@@ -97,7 +102,7 @@ class RunVerdict:
 
     def to_json(self) -> dict[str, Any]:
         return {"run_id": self.run_id, "scenario": self.scenario, "valid": self.valid,
-                "exit_code": self.exit_code, "counts": self.counts(),
+                "exit_code": self.exit_code, "incomplete": self.incomplete, "counts": self.counts(),
                 "expectations": [r.to_json() for r in self.results], **self.extra}
 
     def write(self, path: Path) -> None:

@@ -20,6 +20,17 @@ def spark():
     session = get_session()
     yield session
     session.stop()
+    # and the JVM this test process started for it (PySpark keeps it until the interpreter exits)
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    proc = getattr(gateway, "proc", None)
+    if gateway is not None:
+        gateway.shutdown()
+        SparkContext._gateway = SparkContext._jvm = None
+    if proc is not None and proc.poll() is None:
+        proc.terminate()
+        proc.wait(timeout=30)
 
 
 @dataclass

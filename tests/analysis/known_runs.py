@@ -166,6 +166,12 @@ INCIDENT_EXPECT = [
     {"name": "probe-first-sna", "fault": "ro", "client": "probe", "outcome": "SLAVE_NOT_AVAILABLE",
      "metric": "fault_to_first_error_s", "max": 30},
     {"name": "probe-recovery", "fault": "ro", "client": "probe", "metric": "recovery_s", "max": 60},
+    {"name": "lost-in-ro", "phase": "readonly", "metric": "lost", "max": 4},
+    {"name": "busy-count", "remark_contains": "TIMEOUT_CLEAN_QUEUE", "metric": "count", "min": 200, "max": 200},
+    {"name": "code-11", "response_code": 11, "metric": "count", "min": 305, "max": 305},
+    {"name": "ro-max", "phase": "readonly", "metric": "latency_max_ms", "max": 4000},
+    {"name": "ro-p50-late", "phase": "readonly", "after_s": 8, "before_s": 9, "metric": "latency_p50_ms",
+     "basis": "actual", "max": 210},
 ]
 INCIDENT_FAILING = {"nothing-lost": 7.0, "ok-during-ro": 200 / 1010, "probe-recovery": float("inf")}
 PHASES_3 = [("healthy", 0, 10_000), ("readonly", 10_000, 20_000), ("recovery", 20_000, 30_000)]

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 import tempfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 from PIL import Image
+from process_group import run_group
 
 pytestmark = [pytest.mark.spark, pytest.mark.browser]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -23,11 +23,10 @@ def screenshot(page: Path, out: Path) -> Image.Image:
     if not Path(CHROMIUM).exists():
         pytest.skip("chromium is not installed (setup.sh installs it)")
     with tempfile.TemporaryDirectory(prefix="rmq-chaos-chromium-") as profile:
-        proc = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                               "--no-first-run", "--disable-background-networking", "--disable-component-update",
-                               "--disable-sync", f"--user-data-dir={profile}", f"--screenshot={out}",
-                               f"--window-size={WIDTH},{HEIGHT}", page.resolve().as_uri()],
-                              capture_output=True, text=True, timeout=120)
+        proc = run_group([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                          "--no-first-run", "--disable-background-networking", "--disable-component-update",
+                          "--disable-sync", f"--user-data-dir={profile}", f"--screenshot={out}",
+                          f"--window-size={WIDTH},{HEIGHT}", page.resolve().as_uri()], timeout=120)
     assert proc.returncode == 0 and out.exists(), proc.stderr[-2000:]
     return Image.open(out).convert("RGB")
 

@@ -9,7 +9,7 @@ from pyspark.sql import functions as F
 
 from analysis import contract as c
 from analysis.frames import jepsen_class
-from analysis.loss import annotate, flags, key_flags
+from analysis.loss import flags, key_flags, key_hash
 
 pytestmark = pytest.mark.spark
 
@@ -44,10 +44,9 @@ def test_run_without_readback_is_not_measured(analysed):
     assert not loss.measured and loss.counts["lost"] is None and loss.counts["attempted"] == 1300
 
 
-@pytest.mark.parametrize("seed", [7])
-def test_random_drops_are_found_exactly(spark, seed):
-    """Random outcomes and a random set of keys missing from the master (and from the slave): the flags per key
-    equal the sets decided here."""
+def _random_run(spark, seed: int):
+    """Random outcomes, a random set of keys missing from the master (and the slave), duplicates, one unknown key
+    of this run and one of another run; returns the frames and the sets decided here."""
     rnd = random.Random(seed)
     words = list(c.OUTCOME_CLASS)
     requests, readback, lost, nos, rec, dup = [], [], set(), set(), set(), set()
@@ -55,8 +54,7 @@ def test_random_drops_are_found_exactly(spark, seed):
         key, outcome = f"r:w:{n}", rnd.choice(words)
         requests.append(("r", key, outcome))
         acked = c.outcome_class(outcome) == c.OK
-        on_master = rnd.random() < (0.97 if acked else 0.3)
-        if not on_master:
+        if rnd.random() >= (0.97 if acked else 0.3):
             if acked:
                 lost.add(key)
             continue
@@ -72,11 +70,48 @@ def test_random_drops_are_found_exactly(spark, seed):
         "cls", jepsen_class(F.col("outcome")))
     rb = spark.createDataFrame(readback + [("r", "master", "r:ghost:1"), ("r", "master", "other:w:1")],
                                "run_id string, node string, key string")
-    per_key = key_flags(req, rb, ["r"])
-    got = {name: {r["key"] for r in per_key.where(cond).select("key").collect()} for name, cond in flags().items()}
-    assert got == {"lost": lost, "not_on_slave": nos, "recovered": rec, "duplicated": dup,
-                   "unexpected": {"r:ghost:1"}, "foreign": {"other:w:1"}}
+    want = {"lost": lost, "not_on_slave": nos, "recovered": rec, "duplicated": dup, "unexpected": {"r:ghost:1"},
+            "foreign": {"other:w:1"}}
     assert lost and nos and rec and dup
-    # the same flags on the request rows (what filtered loss expectations use)
-    rows = annotate(req, per_key)
-    assert {r["key"] for r in rows.where(flags()["lost"]).select("key").collect()} == lost
+    return req, rb, want
+
+
+def _found(kf, req):
+    """The keys of each category: from the per-key rows (hash ids mapped back to keys) and from the request rows."""
+    keys = {r["key"]: r["key"] for r in req.select("key").collect()}
+    by_id = {} if kf.exact else {r["h"]: r["key"] for r in req.select(key_hash(F.col("key")).alias("h"), "key")
+                                 .unionByName(kf.readback.select(key_hash(F.col("key")).alias("h"), "key")).collect()}
+    got = {}
+    for name, cond in flags().items():
+        ids = [r["id"] for r in kf.df.where(cond).select("id").collect()]
+        got[name] = {keys.get(i, i) if kf.exact else by_id[i] for i in ids}
+    lost_rows = {r["key"] for r in kf.annotate(req).where(flags()["lost"]).select("key").collect()}
+    return got, lost_rows
+
+
+def test_random_drops_are_found_exactly(spark):
+    req, rb, want = _random_run(spark, 7)
+    kf = key_flags(req, rb, ["r"])
+    try:
+        assert not kf.exact  # the 64-bit hashes of 3000 keys do not collide
+        got, lost_rows = _found(kf, req)
+        assert got == want
+        assert lost_rows == want["lost"]  # the same flags on the request rows (filtered loss expectations)
+        samples = kf.samples()["r"]
+        assert samples["unexpected"] == ["r:ghost:1"]
+        assert all(len(v) == 10 and set(v) <= want[k] for k, v in samples.items() if k != "unexpected")
+    finally:
+        kf.release()
+
+
+def test_a_hash_collision_falls_back_to_exact_keys(spark):
+    """With a hash that collides all the time (the key's length), the check notices and groups by the keys."""
+    req, rb, want = _random_run(spark, 8)
+    kf = key_flags(req, rb, ["r"], hash_fn=F.length)
+    try:
+        assert kf.exact
+        got, lost_rows = _found(kf, req)
+        assert got == want and lost_rows == want["lost"]
+        assert set(kf.samples()["r"]["lost"]) <= want["lost"]
+    finally:
+        kf.release()

@@ -3,12 +3,12 @@ refused with one line naming file, key and allowed values, before anything is wr
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 
 import pytest
 import yaml
 from known_runs import MS, T0, clean_run, incident_run, interrupted_run
+from process_group import run_group
 
 from analysis.errors import RunDirError
 from analysis.job import EXIT_BAD_INPUT, open_runs
@@ -114,8 +114,7 @@ def test_wrong_column_type_in_a_part_is_refused(tmp_path):
 def test_cli_refuses_bad_input_with_one_line_and_writes_nothing(tmp_path):
     path = _with_scenario(tmp_path, expect=[{"metric": "loss", "max": 0}])
     before = sorted(p.name for p in tmp_path.rglob("*"))
-    proc = subprocess.run([sys.executable, "-m", "harness.cli", "report", str(path)], capture_output=True,
-                          text=True, timeout=60)
+    proc = run_group([sys.executable, "-m", "harness.cli", "report", str(path)], timeout=60)
     assert proc.returncode == EXIT_BAD_INPUT
     lines = [x for x in proc.stderr.splitlines() if x.strip()]
     assert lines == [f"rmq-chaos report: error: {path / 'scenario.yaml'}: expect[0].metric: metric 'loss' is not "

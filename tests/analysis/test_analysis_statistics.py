@@ -103,3 +103,19 @@ def test_aggregates_are_written_beside_the_page(analysed):
     per_sec = pq.read_table(report / "per_second.parquet")
     assert per_sec.num_rows == analysed.result("ro-run").per_second.num_rows
     assert (report / "summary.json").stat().st_size < 100_000
+
+
+def test_percentiles_rank_whole_microseconds(spark):
+    """Nearest rank over latencies truncated to whole microseconds; the maximum stays exact."""
+    from pyspark.sql import functions as F
+
+    from analysis.stats import latency_counts, nearest_rank
+
+    values = [1.0004999, 1.0005, 1.0009999, 2.0, 2.000001, 7.25, 7.2500004, 9.9999996, 10.0, 12.3456789]
+    df = spark.createDataFrame([("r", "p", v, v) for v in values],
+                               "run_id string, phase string, latency_ms double, service_ms double")
+    row = nearest_rank(latency_counts(df, "intended"), ["run_id"], "x").first()
+    truncated = sorted(int(round(v * 1e6)) // 1000 / 1000 for v in values)
+    assert (row["x_p50"], row["x_p90"], row["x_p99"]) == (truncated[4], truncated[8], truncated[9])
+    assert row["x_p50"] == 2.0 and row["x_p90"] == 10.0 and row["x_p99"] == 12.345
+    assert df.agg(F.max("latency_ms")).first()[0] == 12.3456789

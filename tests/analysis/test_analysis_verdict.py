@@ -6,13 +6,13 @@ import json
 import math
 import os
 import shutil
-import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 from known_runs import INCIDENT_FAILING
+from process_group import run_group
 
 import analysis.job
 
@@ -40,6 +40,10 @@ def test_measured_values_of_the_incident(analysed):
     assert res["fault=ro recovery_s max=60"].measured == 3.0
     assert res["probe-first-sna"].measured == pytest.approx(4.507)
     assert res["healthy-p99"].measured == 990.0 and res["healthy-rate"].measured == 100.0
+    assert res["lost-in-ro"].measured == 4 and res["lost-in-ro"].status == "held"  # loss over filtered rows
+    assert res["busy-count"].measured == 200 and res["code-11"].measured == 305
+    assert res["ro-max"].measured == 3000.5
+    assert res["ro-p50-late"].measured == 210.0  # sends started 18-19 s: all MQBrokerException at 210 ms
     failed = {r.name: r.measured for r in res.values() if r.status == "failed"}
     assert failed.keys() == INCIDENT_FAILING.keys()
     for name, value in INCIDENT_FAILING.items():
@@ -79,7 +83,7 @@ def test_verdict_json(analysed):
 def test_junit_names_the_failing_expectation_and_value(analysed):
     root = ET.parse(analysed.paths["ro-run"] / "report" / "junit.xml").getroot()
     suite = root.find("testsuite")
-    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("16", "3", "0")
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("21", "3", "0")
     failures = {case.get("name"): case.find("failure").get("message") for case in suite.iter("testcase")
                 if case.find("failure") is not None}
     assert failures["nothing-lost"] == "nothing-lost: measured 7 (lost), limit max 0"
@@ -105,8 +109,8 @@ def _env():
 
 def test_rmq_chaos_report_exits_1_and_names_the_failure(fresh_runs):
     run = fresh_runs["ro-run"]
-    proc = subprocess.run([sys.executable, "-m", "harness.cli", "report", "--no-progress", str(run)],
-                          capture_output=True, text=True, timeout=300, env=_env(), cwd=fresh_runs["ro-run"].parent)
+    proc = run_group([sys.executable, "-m", "harness.cli", "report", "--no-progress", str(run)], timeout=300,
+                     env=_env(), cwd=fresh_runs["ro-run"].parent)
     assert proc.returncode == 1, proc.stderr[-3000:]
     out = " ".join(proc.stdout.split())
     assert "FAILED ro-run: nothing-lost: measured 7 (lost), limit max 0" in out
@@ -123,11 +127,10 @@ def test_spark_submit_runs_the_same_job(fresh_runs, tmp_path):
     runs = [fresh_runs["clean-run"], fresh_runs["cut-run"]]
     out = tmp_path / "compare"
     job = Path(analysis.job.__file__)
-    proc = subprocess.run([str(SPARK_SUBMIT), "--master", "local[2]", "--conf", "spark.ui.enabled=false",
-                           "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1",
-                           str(job), "--no-progress", "--out", str(out), *map(str, runs)],
-                          capture_output=True, text=True, timeout=300, env={**_env(), "SPARK_LOCAL_IP": "127.0.0.1"},
-                          cwd=tmp_path)
+    proc = run_group([str(SPARK_SUBMIT), "--master", "local[2]", "--conf", "spark.ui.enabled=false",
+                      "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1",
+                      str(job), "--no-progress", "--out", str(out), *map(str, runs)],
+                     timeout=300, env={**_env(), "SPARK_LOCAL_IP": "127.0.0.1"}, cwd=tmp_path)
     assert proc.returncode == 2, proc.stderr[-3000:]  # clean is valid, cut is unknown
     assert (out / "index.html").exists()
     assert json.loads((runs[0] / "report" / "verdict.json").read_text())["valid"] is True
@@ -141,3 +144,14 @@ def test_a_second_report_replaces_the_first(analysed, spark, tmp_path):
     assert job.exit_code == 0 and job.compare_dir is None
     assert (run / "report" / "index.html").exists() and not (run / "report" / "stale-marker").exists()
     assert sorted(p.name for p in run.iterdir() if p.name.startswith(".")) == []
+
+
+def test_an_incomplete_run_is_never_valid(analysed):
+    """Every expectation of the interrupted run that can be measured held; the run is still only `unknown`."""
+    from analysis.verdict import RunVerdict
+
+    cut = analysed.result("cut-run").verdict
+    assert cut.incomplete and "run status 'unknown'" in cut.incomplete
+    held_only = RunVerdict(cut.run_id, cut.scenario, [r for r in cut.results if r.status == "held"], cut.incomplete)
+    assert held_only.valid == "unknown" and held_only.exit_code == 2
+    assert RunVerdict("x", "y", held_only.results).valid is True
