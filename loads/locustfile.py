@@ -16,15 +16,19 @@ from __future__ import annotations
 import gevent
 from locust import events
 
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from loads.plugin import LoadPlugin
-from loads.spec import LoadSpec, spec_from_env
+from loads.spec import LoadSpec, SpecError, spec_from_env
 from loads.user import RocketMQUser, user_classes
 
-SPEC: LoadSpec = spec_from_env()
+try:
+    SPEC: LoadSpec = spec_from_env()
+except SpecError as _e:
+    sys.exit(f"loads/locustfile.py: {_e}")  # one line, no traceback
 DEFAULT_RUN_ID = time.strftime("load-%Y%m%d-%H%M%S")
 DEFAULT_RUNS_DIR = "runs"
 

@@ -19,11 +19,12 @@ REPO = Path(__file__).resolve().parents[2]
 LOCUSTFILE = str(REPO / "loads" / "locustfile.py")
 
 
-def locust(args: list[str], broker, cwd: Path, timeout_s: float = 90, on_running=None) -> tuple[int, str]:
+def locust(args: list[str], broker, cwd: Path, timeout_s: float = 90, on_running=None,
+           extra_env: dict[str, str] | None = None) -> tuple[int, str]:
     """Run `locust -f loads/locustfile.py ARGS` in its own session (so its forked workers can be ended with it);
     returns (exit code, output)."""
     env = {**os.environ, "RMQ_LOAD_TOPIC": "LoadTopic", "RMQ_LOAD_NAMESRV": broker.addr, "RMQ_LOAD_RATE": "200",
-           "RMQ_LOAD_USERS": "4"}
+           "RMQ_LOAD_USERS": "4", **(extra_env or {})}
     proc = subprocess.Popen([sys.executable, "-m", "locust", "-f", LOCUSTFILE, *args], env=env, cwd=cwd,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
@@ -75,3 +76,11 @@ def test_locustfile_with_the_web_ui(broker, tmp_path):
     assert seen["user_count"] == 4 and seen["stats"][0]["name"] == "flood"
     rows = rows_by_key(run_dir)
     assert set(rows) == set(broker.keys()) and {r["worker"] for r in rows.values()} == {"w0"}
+
+
+def test_bad_spec_in_the_environment_is_one_line(broker, tmp_path):
+    code, out = locust(["--headless", "-t", "1s"], broker, tmp_path, extra_env={"RMQ_LOAD_RATE": "fast"})
+    assert code != 0
+    assert out.strip().splitlines()[-1] == ("loads/locustfile.py: environment: RMQ_LOAD_RATE: Input should be a "
+                                            "valid number, unable to parse string as a number")
+    assert not (tmp_path / "runs").exists()
