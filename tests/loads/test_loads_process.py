@@ -61,7 +61,7 @@ def test_records_equal_requests_and_phases_follow_intended_time(broker, run_dir,
     assert after == pytest.approx(600, rel=0.1)
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_signal_midway_leaves_every_completed_request_in_readable_parts(broker, run_dir, start_load, sig):
     load = start_load(spec_of(broker, model="open", rate=500, clients=[{"name": "flood", "users": 32}]))
     wait_for(lambda: load.stats()["rows_written"] > 200, 10, "rows on disk")
