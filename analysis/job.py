@@ -4,7 +4,8 @@ Entry points: `rmq-chaos report RUN_DIR...` (harness/commands/report.py), `pytho
 `spark-submit analysis/job.py RUN_DIR...` (then spark-submit's `--master` and config apply).
 
 Exit codes: 0 every expectation held, 1 one failed, 2 one could not be measured (Jepsen: false > unknown > true);
-`EXIT_BAD_INPUT` when a run directory cannot be accepted (one line on stderr, nothing written).
+`EXIT_BAD_INPUT` (254) when a run directory cannot be accepted (one line on stderr, nothing written);
+`EXIT_CRASH` (255) when the job itself failed (e.g. Spark could not start).
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from analysis.errors import RunDirError  # noqa: E402
 from analysis.rundir import RunDir, open_run_dir  # noqa: E402
 
 EXIT_BAD_INPUT = 254
+EXIT_CRASH = 255  # Jepsen's code for a crashed checker; the run's verdict is then unknown
 STATUS_STYLE = {"held": "green", "failed": "bold red", "unknown": "yellow"}
 VALID_WORD = {True: "[green]valid[/]", False: "[bold red]invalid[/]", "unknown": "[yellow]unknown[/]"}
 
@@ -118,6 +120,11 @@ def run_from_args(args: argparse.Namespace) -> int:
     except RunDirError as err:
         console.print(f"rmq-chaos report: error: {err}", markup=False, highlight=False, soft_wrap=True)
         return EXIT_BAD_INPUT
+    except Exception as err:  # noqa: BLE001 - a crash must not read as "an expectation failed" (exit 1)
+        console.print_exception(max_frames=8)
+        console.print(f"rmq-chaos report: the analysis crashed: {type(err).__name__}: {err}", markup=False,
+                      highlight=False, soft_wrap=True)
+        return EXIT_CRASH
     print_summary(job, Console())
     return job.exit_code
 

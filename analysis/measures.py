@@ -103,6 +103,8 @@ def _aggregates(e: Expectation, w: Window, tag: str) -> list[Column]:
 
 def _row_value(e: Expectation, w: Window, row: dict, tag: str, loss: LossCheck) -> Measurement:
     n = int(row.get(f"{tag}_n") or 0)
+    if (e.after_s is not None or e.before_s is not None) and w.start_ns is None:
+        return Measurement(None, w.why_incomplete, 0)
     if e.metric in ("count", "rate") and not w.complete:
         return Measurement(None, f"not every row is there: {w.why_incomplete}", n)
     if e.metric == "count":

@@ -134,3 +134,18 @@ def test_events_with_garbage_lines_in_the_middle(tmp_path):
     assert run.timeline.status == "completed"
     assert any("line 4: not JSON (skipped)" in w for w in run.warnings)
     assert any("line 6: not an event object" in w for w in run.warnings)
+
+
+def test_a_crash_is_not_a_failed_expectation(monkeypatch, tmp_path, capsys):
+    """Unit test of the CLI wrapper: an exception inside the job exits 255 (1 would read as a failed expectation)."""
+    import argparse
+
+    import analysis.job as job
+
+    def boom(*a, **k):
+        raise RuntimeError("Spark could not start")
+
+    monkeypatch.setattr(job, "analyze", boom)
+    args = argparse.Namespace(run_dirs=[str(tmp_path)], out=None, master=None, no_progress=True)
+    assert job.run_from_args(args) == job.EXIT_CRASH == 255
+    assert "the analysis crashed: RuntimeError: Spark could not start" in capsys.readouterr().err
