@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 from analysis import contract as c
 from analysis import stats
 from analysis.fault_timing import FaultSpec
-from analysis.frames import Frames, enrich_requests, load_frames, runs_frame
+from analysis.frames import Frames, enrich_requests, load_frames
 from analysis.loss import LossCheck, key_flags, loss_checks
 from analysis.measures import measure
 from analysis.rundir import RunDir
@@ -72,22 +72,22 @@ def compute(spark: SparkSession, runs: Sequence[RunDir], step: Step = lambda _: 
     step("reading part files")
     frames = load_frames(spark, runs)
     t0 = _t0(spark, runs, frames.requests)
-    runs_df = runs_frame(spark, {k: v for k, v in t0.items() if v is not None})
+    known_t0 = {k: v for k, v in t0.items() if v is not None}
     # not cached: Spark's in-memory cache costs more to build than re-reading the pruned Parquet columns
-    enriched = enrich_requests(frames.requests, runs_df)
+    enriched = enrich_requests(frames.requests, known_t0)
     spark.conf.set("spark.sql.objectHashAggregate.sortBased.fallbackThreshold", str(stats.OBJECT_AGG_FALLBACK))
-    return _compute(spark, runs, frames, enriched, runs_df, t0, step)
+    return _compute(spark, runs, frames, enriched, known_t0, t0, step)
 
 
-def _compute(spark: SparkSession, runs: Sequence[RunDir], frames: Frames, enriched: DataFrame, runs_df: DataFrame,
-             t0: dict[str, int | None], step: Step) -> list[RunResults]:
+def _compute(spark: SparkSession, runs: Sequence[RunDir], frames: Frames, enriched: DataFrame,
+             known_t0: dict[str, int], t0: dict[str, int | None], step: Step) -> list[RunResults]:
     ids = [r.run_id for r in runs]
 
     step("outcome counts and per-second series")
     counts = stats.outcome_counts(enriched).toArrow()
     per_sec = stats.per_second(enriched).toArrow()
     intended = stats.intended_per_second(enriched).toArrow()
-    metrics = stats.metrics_per_second(frames.metrics, runs_df).toArrow()
+    metrics = stats.metrics_per_second(frames.metrics, known_t0).toArrow()
     other = sorted({r["outcome"] for r in counts.select(["outcome"]).to_pylist()} - set(c.OUTCOMES))
     out_other = stats.outcomes_per_second(enriched, other).toArrow() if other else None
 

@@ -20,6 +20,7 @@ from analysis import contract as c
 from analysis.rundir import RunDir
 
 NS_PER_S = 1_000_000_000
+MAP_LOOKUP_RUNS = 64
 ARROW_TO_SPARK: dict[pa.DataType, T.DataType] = {
     pa.string(): T.StringType(),
     pa.int64(): T.LongType(),
@@ -76,17 +77,27 @@ def runs_frame(spark: SparkSession, t0: dict[str, int]) -> DataFrame:
     return spark.createDataFrame(sorted(t0.items()), "run_id string, t0_ns long")
 
 
+def with_t0(df: DataFrame, t0: dict[str, int]) -> DataFrame:
+    """Rows of the runs in `t0` with their run's `t0_ns` (others dropped): a literal map lookup for up to
+    MAP_LOOKUP_RUNS runs (cheaper than a join on every scan), a broadcast join above."""
+    if not t0:
+        return df.where(F.lit(False)).withColumn("t0_ns", F.lit(None).cast("long"))
+    if len(t0) <= MAP_LOOKUP_RUNS:
+        lookup = F.create_map(*[F.lit(x) for k, v in sorted(t0.items()) for x in (k, v)])
+        return df.withColumn("t0_ns", lookup[F.col("run_id")].cast("long")).where(F.col("t0_ns").isNotNull())
+    return df.join(F.broadcast(runs_frame(df.sparkSession, t0)), "run_id", "inner")
+
+
 def second_of(ns: Column, t0_ns: Column) -> Column:
     """Whole second of the run (floor, may be negative) of a wall-ns time."""
     return F.floor((ns - t0_ns) / F.lit(NS_PER_S)).cast("long")
 
 
-def enrich_requests(requests: DataFrame, runs: DataFrame) -> DataFrame:
+def enrich_requests(requests: DataFrame, t0: dict[str, int]) -> DataFrame:
     """The request columns the job uses, with `cls`, `sec` (by start), `isec` (by intended start) and
-    `remark_pattern`. Rows of runs not in `runs` are dropped."""
+    `remark_pattern`. Rows of runs not in `t0` (run id -> zero of its time axis) are dropped."""
     return (
-        requests.select(*REQUEST_COLUMNS)
-        .join(F.broadcast(runs), "run_id", "inner")
+        with_t0(requests.select(*REQUEST_COLUMNS), t0)
         .select(*ENRICHED_COLUMNS,
                 jepsen_class(F.col("outcome")).alias("cls"),
                 second_of(F.col("start_ns"), F.col("t0_ns")).alias("sec"),

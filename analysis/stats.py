@@ -22,7 +22,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from analysis import contract as c
-from analysis.frames import jepsen_class
+from analysis.frames import jepsen_class, with_t0
 
 QUANTILES = (0.5, 0.9, 0.99, 0.999)
 PERCENTILE_ACCURACY = 1_000_000
@@ -97,11 +97,11 @@ def nearest_rank(counts: DataFrame, keys: Sequence[str], prefix: str,
             f"{prefix}_{name}") for q, name in zip(quantiles, names, strict=True)])
 
 
-def metrics_per_second(metrics: DataFrame, runs: DataFrame) -> DataFrame:
+def metrics_per_second(metrics: DataFrame, t0: dict[str, int]) -> DataFrame:
     """Node metrics per run, node and second of the run (mean of the samples in that second)."""
     value_cols = [f for f in metrics.columns if f not in ("run_id", "node", "ts_ns")]
     return (
-        metrics.join(F.broadcast(runs), "run_id", "inner")
+        with_t0(metrics, t0)
         .withColumn("sec", F.floor((F.col("ts_ns") - F.col("t0_ns")) / F.lit(1e9)).cast("long"))
         .groupBy("run_id", "node", "sec")
         .agg(*[F.avg(v).alias(v) for v in value_cols])

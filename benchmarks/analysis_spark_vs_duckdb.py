@@ -145,12 +145,12 @@ def spark_percentiles(spark, run_dir: Path) -> tuple[float, dict]:
     from pyspark import StorageLevel
 
     from analysis import stats
-    from analysis.frames import enrich_requests, read_parts, runs_frame
+    from analysis.frames import enrich_requests, read_parts
 
     t = time.perf_counter()
     spark.conf.set("spark.sql.objectHashAggregate.sortBased.fallbackThreshold", str(stats.OBJECT_AGG_FALLBACK))
     req = read_parts(spark, sorted((run_dir / "requests").glob("part-*.parquet")), c.REQUEST_SCHEMA)
-    enriched = enrich_requests(req, runs_frame(spark, {run_dir.name: T0}))
+    enriched = enrich_requests(req, {run_dir.name: T0})
     seconds = {r["sec"]: r.asDict() for r in stats.per_second(enriched).collect()}
     phases: dict[str, dict] = {}
     for basis in stats.BASIS_COLUMNS:

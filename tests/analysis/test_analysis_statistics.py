@@ -119,3 +119,17 @@ def test_percentiles_rank_whole_microseconds(spark):
     assert (row["x_p50"], row["x_p90"], row["x_p99"]) == (truncated[4], truncated[8], truncated[9])
     assert row["x_p50"] == 2.0 and row["x_p90"] == 10.0 and row["x_p99"] == 12.345
     assert df.agg(F.max("latency_ms")).first()[0] == 12.3456789
+
+
+def test_time_zero_by_map_and_by_join_agree(spark):
+    """Up to 64 runs the run's t0 is a literal map lookup, above a broadcast join: same rows, same t0."""
+    from analysis.frames import MAP_LOOKUP_RUNS, with_t0
+
+    rows = [(f"run{i}", i * 10) for i in range(MAP_LOOKUP_RUNS + 6)] + [("stranger", 5)]
+    df = spark.createDataFrame(rows, "run_id string, start_ns long")
+    many = {f"run{i}": 1000 + i for i in range(MAP_LOOKUP_RUNS + 6)}
+    few = dict(list(many.items())[:3])
+    for t0 in (many, few):
+        got = {r["run_id"]: r["t0_ns"] for r in with_t0(df, t0).collect()}
+        assert got == t0  # the stranger's rows are dropped
+    assert with_t0(df, {}).count() == 0
