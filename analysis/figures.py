@@ -144,8 +144,9 @@ def _stacked_outcomes(ax: Axes, outcomes: pa.Table, secs: Sequence[int]) -> None
     for s, o, n in zip(_col(outcomes, "sec"), _col(outcomes, "outcome"), _col(outcomes, "sends"), strict=True):
         if s in index:
             series[o][index[s]] = n
-    if words:
-        ax.stackplot(secs, *[series[w] for w in words], labels=words,
+    if words and secs:
+        xs = [*secs, secs[-1] + 1]  # a post step ends where its last second ends
+        ax.stackplot(xs, *[[*series[w], series[w][-1]] for w in words], labels=words,
                      colors=[outcome_color(w, words) for w in words], step="post")
 
 
