@@ -6,9 +6,9 @@ i.e. rank ceil(p*n) of the sorted latencies (DuckDB's `quantile_disc`).
   counts sends per (group, microsecond) and walks the cumulative counts, so the work grows with the distinct
   microsecond values, not with the rows: it scales to soak runs. The report prints milliseconds with three
   decimals, so the truncation never shows.
-- Per second (the charts): Spark's `percentile_approx` at accuracy `PERCENTILE_ACCURACY`, which keeps every
-  sample of a group smaller than that accuracy, so it is exact (untruncated) for any second with fewer than
-  1,000,000 sends; above that, within n/1,000,000 ranks.
+- Per second (the charts): Spark's `percentile_approx` at accuracy `PERCENTILE_ACCURACY` (relative error
+  1e-6). Its summary merges samples only when 2 * 1e-6 * n reaches 1, so for any second with fewer than 500,000
+  sends it keeps every sample and the answer is exact (untruncated); above that, within 1e-6 * n ranks.
 `max` is always the exact, untruncated maximum.
 
 Two bases: `intended` = latency_ms (end - intended start: the open model's view, includes waiting in the load
