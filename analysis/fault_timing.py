@@ -7,7 +7,8 @@
   counting sends by completion time; a clean second has at least one completed send and all of them SEND_OK.
 
 Both can be narrowed by a filter (e.g. one client, or "first SLAVE_NOT_AVAILABLE"). `inf` means it never
-happened within the rows of the run; `None` means it cannot be measured (the fault was never verified/reverted).
+happened although sends completed after the apply (revert); `None` means it cannot be measured: the fault was
+never verified (reverted), or no send completed after it (e.g. a fault reverted only after the load stopped).
 All first errors are one aggregation (whose expressions other aggregations can carry along), all recoveries one
 more scan.
 """
@@ -57,8 +58,9 @@ def first_error_exprs(specs: Sequence[FaultSpec]) -> list[Column]:
         if s.fault.verified_ns is None:
             continue
         err = s.errors if s.errors is not None else F.col("outcome") != c.SEND_OK
-        cond = s.row_cond() & err & (F.col("end_ns") >= F.lit(s.fault.shade_start_ns))
-        exprs.append(F.min(F.when(cond, F.struct("end_ns", "outcome"))).alias(f"fe{i}"))
+        after = s.row_cond() & (F.col("end_ns") >= F.lit(s.fault.shade_start_ns))
+        exprs.append(F.min(F.when(after & err, F.struct("end_ns", "outcome"))).alias(f"fe{i}"))
+        exprs.append(F.sum(after.cast("long")).alias(f"fn{i}"))
     return exprs
 
 
@@ -68,8 +70,8 @@ def read_first_errors(row: Mapping[str, Any], specs: Sequence[FaultSpec], out: d
             continue
         t = out[s.key]
         hit = row.get(f"fe{i}")
-        if hit is None:
-            t.fault_to_first_error_s = math.inf
+        if hit is None:  # never, if sends completed after the apply; else not measurable (None)
+            t.fault_to_first_error_s = math.inf if row.get(f"fn{i}") else None
             continue
         t.first_error_ns, t.first_error_outcome = hit["end_ns"], hit["outcome"]
         t.fault_to_first_error_s = (hit["end_ns"] - s.fault.verified_ns) / NS
@@ -100,12 +102,12 @@ def _recoveries(df: DataFrame, specs: Sequence[FaultSpec], out: dict[Hashable, F
             F.floor((F.col("end_ns") - F.lit(s.fault.reverted_ns)) / F.lit(NS)).cast("long").alias("k")))
         for i, s in reverted]))
     seconds = df.select(F.explode(entries).alias("e"), (F.col("outcome") != c.SEND_OK).cast("long").alias("bad"))
-    clean = (
+    found = (
         seconds.groupBy("e.spec", "e.k").agg(F.sum("bad").alias("bad"))
-        .where(F.col("bad") == 0)
-        .groupBy("spec").agg(F.min("k").alias("k"))
+        .groupBy("spec").agg(F.min(F.when(F.col("bad") == 0, F.col("k"))).alias("k"))
         .collect()
     )
-    first = {r["spec"]: r["k"] for r in clean}
+    first = {r["spec"]: r["k"] for r in found}  # a spec without any send after the revert is absent: None
     for i, s in reverted:
-        out[s.key].recovery_s = float(first[i]) if i in first else math.inf
+        if i in first:
+            out[s.key].recovery_s = math.inf if first[i] is None else float(first[i])

@@ -217,7 +217,10 @@ def _fault_value(e: Expectation, run: RunDir, first: float | None, recovery: flo
         if fw.reverted_ns is None:
             return Measurement(None, f"fault {fw.fault_id!r} was never reverted (no 'revert ok' event)")
         value, what, note = recovery, "no clean second after the revert", None
-    if value is not None and math.isinf(value):
+    if value is None:
+        return Measurement(None, "no send (matching the filters) completed after the fault's "
+                           + ("apply" if e.metric == "fault_to_first_error_s" else "revert"))
+    if math.isinf(value):
         if not run.timeline.completed or not run.requests_complete:
             return Measurement(None, f"{what} in the rows there are, but the run did not complete")
         return Measurement(math.inf, what)

@@ -166,6 +166,8 @@ INCIDENT_EXPECT = [
     {"name": "probe-first-sna", "fault": "ro", "client": "probe", "outcome": "SLAVE_NOT_AVAILABLE",
      "metric": "fault_to_first_error_s", "max": 30},
     {"name": "probe-recovery", "fault": "ro", "client": "probe", "metric": "recovery_s", "max": 60},
+    {"name": "probe-never-flush", "fault": "ro", "client": "probe", "outcome": "FLUSH_SLAVE_TIMEOUT",
+     "metric": "fault_to_first_error_s", "max": 30},
     {"name": "lost-in-ro", "phase": "readonly", "metric": "lost", "max": 4},
     {"name": "busy-count", "remark_contains": "TIMEOUT_CLEAN_QUEUE", "metric": "count", "min": 200, "max": 200},
     {"name": "code-11", "response_code": 11, "metric": "count", "min": 305, "max": 305},
@@ -173,7 +175,8 @@ INCIDENT_EXPECT = [
     {"name": "ro-p50-late", "phase": "readonly", "after_s": 8, "before_s": 9, "metric": "latency_p50_ms",
      "basis": "actual", "max": 210},
 ]
-INCIDENT_FAILING = {"nothing-lost": 7.0, "ok-during-ro": 200 / 1010, "probe-recovery": float("inf")}
+INCIDENT_FAILING = {"nothing-lost": 7.0, "ok-during-ro": 200 / 1010, "probe-never-flush": float("inf")}
+INCIDENT_UNKNOWN = {"probe-recovery": "no send (matching the filters) completed after the fault's revert"}
 PHASES_3 = [("healthy", 0, 10_000), ("readonly", 10_000, 20_000), ("recovery", 20_000, 30_000)]
 
 

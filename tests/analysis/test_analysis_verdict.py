@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from known_runs import INCIDENT_FAILING
+from known_runs import INCIDENT_FAILING, INCIDENT_UNKNOWN
 from process_group import run_group
 
 import analysis.job
@@ -46,6 +46,7 @@ def test_measured_values_of_the_incident(analysed):
     assert res["ro-p50-late"].measured == 210.0  # sends started 18-19 s: all MQBrokerException at 210 ms
     failed = {r.name: r.measured for r in res.values() if r.status == "failed"}
     assert failed.keys() == INCIDENT_FAILING.keys()
+    assert {r.name: r.note for r in res.values() if r.status == "unknown"} == INCIDENT_UNKNOWN
     for name, value in INCIDENT_FAILING.items():
         assert failed[name] == pytest.approx(value) if math.isfinite(value) else math.isinf(failed[name])
 
@@ -73,7 +74,7 @@ def test_verdict_json(analysed):
     assert v["valid"] is False and v["exit_code"] == 1
     lost = next(e for e in v["expectations"] if e["name"] == "nothing-lost")
     assert (lost["held"], lost["measured"], lost["limit"], lost["status"]) == (False, 7.0, {"max": 0.0}, "failed")
-    never = next(e for e in v["expectations"] if e["name"] == "probe-recovery")
+    never = next(e for e in v["expectations"] if e["name"] == "probe-never-flush")
     assert never["measured"] is None and never["measured_text"] == "never" and never["held"] is False
     assert v["loss"]["lost"] == 7 and v["faults"][0]["recovery_s"] == 3.0
     cut = json.loads((analysed.paths["cut-run"] / "report" / "verdict.json").read_text())
@@ -83,7 +84,7 @@ def test_verdict_json(analysed):
 def test_junit_names_the_failing_expectation_and_value(analysed):
     root = ET.parse(analysed.paths["ro-run"] / "report" / "junit.xml").getroot()
     suite = root.find("testsuite")
-    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("21", "3", "0")
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("22", "3", "1")
     failures = {case.get("name"): case.find("failure").get("message") for case in suite.iter("testcase")
                 if case.find("failure") is not None}
     assert failures["nothing-lost"] == "nothing-lost: measured 7 (lost), limit max 0"
