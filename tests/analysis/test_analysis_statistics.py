@@ -7,6 +7,8 @@ import math
 
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 pytestmark = pytest.mark.spark
 
@@ -133,3 +135,20 @@ def test_time_zero_by_map_and_by_join_agree(spark):
         got = {r["run_id"]: r["t0_ns"] for r in with_t0(df, t0).collect()}
         assert got == t0  # the stranger's rows are dropped
     assert with_t0(df, {}).count() == 0
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), st.integers(min_value=0, max_value=5_000_000)),
+                min_size=1, max_size=400))
+def test_nearest_rank_matches_a_sorted_list_for_any_data(spark, rows):
+    """Random groups of whole-microsecond latencies: the Spark nearest rank equals rank ceil(p*n) of a sort."""
+    from analysis import stats
+
+    df = spark.createDataFrame([("r", g, us / 1000.0, us / 1000.0) for g, us in rows],
+                               "run_id string, phase string, latency_ms double, service_ms double")
+    counts = stats.latency_counts(df, "actual")
+    got = {r["phase"]: r for r in stats.nearest_rank(counts, ["run_id", "phase"], "x").collect()}
+    for g in {g for g, _ in rows}:
+        values = [us / 1000.0 for gg, us in rows if gg == g]
+        for q, name in zip(stats.QUANTILES, stats.QUANTILE_NAMES, strict=True):
+            assert got[g][f"x_{name}"] == nearest_rank(values, q)
