@@ -15,12 +15,13 @@ equal in both hashes (about 1e-14 per 10^7 keys) would go unnoticed. Sample keys
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark import StorageLevel
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from analysis import contract as c
@@ -30,6 +31,7 @@ CATEGORIES = ("lost", "not_on_slave", "recovered", "duplicated", "unexpected")
 FIELDS = ("sent", "acked", "master_n", "slave_n", "own_n")
 FIELD_BITS = 12
 FIELD_MAX = (1 << FIELD_BITS) - 1
+BYPASS_PARTIAL_AGG = "spark.sql.execution.bypassPartialAggregation"  # Spark >= 4.1; unknown keys are ignored
 
 KeyHash = Callable[[Column], Column]
 
@@ -109,21 +111,23 @@ class KeyFlags:
         w = Window.partitionBy("run", "category").orderBy("id")
         picked = (self.df.select("run", "id", F.explode(cats).alias("category"))
                   .withColumn("rn", F.row_number().over(w)).where(F.col("rn") <= SAMPLE_KEYS).collect())
-        names = self._key_names({r["id"] for r in picked}) if not self.exact else {}
+        names: dict[tuple[int, int], str] = {}
+        if not self.exact:  # sent keys are in the request rows; only unexpected ones need the read-back rows
+            names = self._key_names(self.requests, {r["id"] for r in picked if r["category"] != "unexpected"})
+            names |= self._key_names(self.readback, {r["id"] for r in picked if r["category"] == "unexpected"})
         out: dict[str, dict[str, list[str]]] = {}
         for r in picked:
             key = r["id"] if self.exact else names.get((r["run"], r["id"]), f"<hash {r['id']}>")
             out.setdefault(self.runs[r["run"]], {}).setdefault(r["category"], []).append(key)
         return {run: {k: sorted(v) for k, v in cats_.items()} for run, cats_ in out.items()}
 
-    def _key_names(self, ids: set[int]) -> dict[tuple[int, int], str]:
+    def _key_names(self, source: DataFrame, ids: set[int]) -> dict[tuple[int, int], str]:
+        """(run, hash) -> key for the wanted hashes, found in `source` (one scan)."""
         if not ids:
             return {}
-        wanted = F.col("h").isin(sorted(ids))
-        both = self.requests.select("run_id", "key").unionByName(self.readback.select("run_id", "key"))
-        rows = (both.where(F.col("run_id").isin(self.runs) & F.col("key").isNotNull())
+        rows = (source.where(F.col("run_id").isin(self.runs) & F.col("key").isNotNull())
                 .select(self.run_index().alias("run"), key_hash(F.col("key")).alias("h"), "key")
-                .where(wanted).distinct().collect())
+                .where(F.col("h").isin(sorted(ids))).distinct().collect())
         return {(r["run"], r["h"]): r["key"] for r in rows}
 
 
@@ -140,18 +144,36 @@ def key_flags(requests: DataFrame, readback: DataFrame, runs: Sequence[str], has
         _pack(master_n=F.col("node") == "master", slave_n=F.col("node") == "slave", own_n=own).alias("p"))
     both = sent.unionByName(read)
     hashed = both.select("run", hash_fn(F.col("key")).alias("id"), check_fn(F.col("key")).alias("chk"), "p")
-    grouped = hashed.groupBy("run", "id").agg(F.sum("p").alias("p"), F.count(F.lit(1)).alias("n"),
-                                              F.min("chk").alias("lo"), F.max("chk").alias("hi"))
-    checked = grouped.persist(StorageLevel.MEMORY_AND_DISK)
-    bad = checked.where((F.col("lo") != F.col("hi")) | (F.col("n") > FIELD_MAX)).limit(1).count()
-    if bad == 0:
-        return KeyFlags(checked.select("run", "id", *_unpacked(F.col("p"))), runs, False, requests, readback,
-                        cached=checked)
-    checked.unpersist()
-    exact = both.groupBy("run", F.col("key").alias("id")).agg(
-        *[F.sum(F.shiftright("p", FIELD_BITS * i).bitwiseAND(F.lit(FIELD_MAX))).alias(name)
-          for i, name in enumerate(FIELDS)])
-    return KeyFlags(exact, runs, True, requests, readback)
+    spark = requests.sparkSession
+    # nearly every key is unique before the shuffle: a partial aggregation there only costs
+    with sql_conf(spark, BYPASS_PARTIAL_AGG, "true"):
+        checked = hashed.groupBy("run", "id").agg(
+            F.sum("p").alias("p"), F.count(F.lit(1)).alias("n"), F.min("chk").alias("lo"),
+            F.max("chk").alias("hi")).persist(StorageLevel.MEMORY_AND_DISK)
+        bad = checked.where((F.col("lo") != F.col("hi")) | (F.col("n") > FIELD_MAX)).limit(1).count()
+        if bad == 0:
+            return KeyFlags(checked.select("run", "id", *_unpacked(F.col("p"))), runs, False, requests, readback,
+                            cached=checked)
+        checked.unpersist()
+        exact = both.groupBy("run", F.col("key").alias("id")).agg(
+            *[F.sum(F.shiftright("p", FIELD_BITS * i).bitwiseAND(F.lit(FIELD_MAX))).alias(name)
+              for i, name in enumerate(FIELDS)]).persist(StorageLevel.MEMORY_AND_DISK)
+        exact.count()
+    return KeyFlags(exact, runs, True, requests, readback, cached=exact)
+
+
+@contextmanager
+def sql_conf(spark: SparkSession, key: str, value: str) -> Iterator[None]:
+    """Set a SQL conf for the queries run inside the block, then put the old value back."""
+    old = spark.conf.get(key, None)
+    spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        if old is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, old)
 
 
 @dataclass
