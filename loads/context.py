@@ -22,7 +22,7 @@ from analysis.contract import RunLayout
 from loads.alarm import PreciseAlarm
 from loads.phasebook import PhaseBook
 from loads.producers import MessageFactory, ProducerPool
-from loads.recorder import RequestRecorder, highest_seq
+from loads.recorder import RequestRecorder, harness_key, highest_seq
 from loads.schedule import OpenSchedule
 from loads.spec import ClientPlan, LoadSpec
 from loads.tally import BatchSummary
@@ -60,7 +60,7 @@ class LoadContext:
         self.phases = PhaseBook(spec.initial_phase)
         self.rate = spec.rate
         self.plans: dict[str, ClientPlan] = spec.plan(phase=spec.initial_phase)
-        self.key_prefix = f"{run_id}:{worker}:"
+        self.key_prefix = harness_key(run_id, worker, "")
         self._seq = itertools.count(highest_seq(layout.requests, worker) + 1)
         self.fired = 0
         self.in_flight = 0

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from analysis.contract import PART_NAME_RE, REQUEST_SCHEMA, write_part
@@ -29,17 +30,22 @@ from loads.tally import BatchSummary
 
 log = logging.getLogger(__name__)
 
-FIELDS = ("client", "seq", "key", "msg_id", "intended_ns", "start_ns", "end_ns", "outcome", "response_code",
+FIELDS = ("client", "seq", "msg_id", "intended_ns", "start_ns", "end_ns", "outcome", "response_code",
           "remark", "broker", "queue_id", "queue_offset", "attempts", "scheduled")
 """Order of the tuple `add()` takes; `scheduled` (open model) is not a column, it says whether the row's start
 can be late against a schedule."""
-_INT64_COLUMNS = ("seq", "intended_ns", "start_ns", "end_ns", "queue_offset")
 _INT32_COLUMNS = ("response_code", "queue_id", "attempts")
-_STRING_COLUMNS = ("client", "key", "msg_id", "outcome", "remark", "broker")
+_STRING_COLUMNS = ("client", "msg_id", "outcome", "remark", "broker")
 NS_PER_MS = 1_000_000.0
 INTENDED = FIELDS.index("intended_ns")
+CHUNK_ROWS = 1000
 PHASE_GRACE_NS = 200_000_000
 """Rows this recent (by intended time) wait for the next batch: a phase change may still be on its way."""
+
+
+def harness_key(run_id: str, worker: str, seq: int | str) -> str:
+    """The key of a send, first in its message's KEYS and in the `key` column: `<run_id>:<worker>:<seq>`."""
+    return f"{run_id}:{worker}:{seq}"
 
 
 def _gevent_patched() -> bool:
@@ -103,6 +109,7 @@ class RequestRecorder:
         """Start the background writer (a greenlet under gevent, else a daemon thread)."""
         if self._runner is not None:
             return
+        self._warm_up()
         if self._gevent:
             import gevent
 
@@ -110,6 +117,15 @@ class RequestRecorder:
         else:
             self._runner = threading.Thread(target=self._loop, name=f"recorder-{self.worker}", daemon=True)
             self._runner.start()
+
+    def _warm_up(self) -> None:
+        """Convert one made-up row now, so the first real batch does not pay for pyarrow's and numpy's lazy imports
+        (done under the import lock, in the writer thread, while the event loop waits)."""
+        now = time.time_ns()
+        row = ("warm-up", 0, "X", now, now, now, "SEND_OK", 0, None, "b", 0, 0, 1, True)
+        _, latency_ms, _ = self.to_table([row], PhaseBook())
+        LogHistogram.of(latency_ms)
+        Counter(["SEND_OK"])
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval_s):
@@ -177,28 +193,44 @@ class RequestRecorder:
         return summary, held
 
     def to_table(self, rows: list[tuple], phases: PhaseBook) -> tuple[pa.Table, np.ndarray, np.ndarray]:
-        """The rows as a table of `REQUEST_SCHEMA`, plus the latencies (ms) and start lags (ms, scheduled rows)."""
+        """The rows as a table of `REQUEST_SCHEMA`, plus the latencies (ms) and start lags (ms, scheduled rows).
+        Converted in chunks, each a few short C calls, so the event loop's thread gets the GIL in between."""
+        tables, latencies, lags = [], [], []
+        starts = np.array([b for b, _ in phases.boundaries()], dtype=np.int64)
+        names = pa.array([n for _, n in phases.boundaries()], pa.string())
+        for i in range(0, len(rows), CHUNK_ROWS):
+            table, latency_ms, lag_ms = self._chunk_table(rows[i:i + CHUNK_ROWS], starts, names)
+            tables.append(table)
+            latencies.append(latency_ms)
+            lags.append(lag_ms)
+        return pa.concat_tables(tables), np.concatenate(latencies), np.concatenate(lags)
+
+    def _chunk_table(self, rows: list[tuple], phase_starts: np.ndarray,
+                     phase_names: pa.Array) -> tuple[pa.Table, np.ndarray, np.ndarray]:
         cols = dict(zip(FIELDS, zip(*rows, strict=True), strict=True))
         n = len(rows)
+        seq = np.fromiter(cols["seq"], dtype=np.int64, count=n)
         intended = np.fromiter(cols["intended_ns"], dtype=np.int64, count=n)
         start = np.fromiter(cols["start_ns"], dtype=np.int64, count=n)
         end = np.fromiter(cols["end_ns"], dtype=np.int64, count=n)
         scheduled = np.fromiter(cols["scheduled"], dtype=bool, count=n)
         latency_ms = (end - intended) / NS_PER_MS
-        service_ms = (end - start) / NS_PER_MS
+        phase_index = np.searchsorted(phase_starts, intended, side="right") - 1
         arrays: dict[str, pa.Array] = {
-            "run_id": pa.array([self.run_id] * n, pa.string()),
-            "worker": pa.array([self.worker] * n, pa.string()),
-            "topic": pa.array([self.topic] * n, pa.string()),
+            "run_id": pa.array(np.full(n, self.run_id, dtype=object), pa.string()),
+            "worker": pa.array(np.full(n, self.worker, dtype=object), pa.string()),
+            "topic": pa.array(np.full(n, self.topic, dtype=object), pa.string()),
+            "seq": pa.array(seq, pa.int64()),
+            "key": pc.binary_join_element_wise(harness_key(self.run_id, self.worker, ""),
+                                               pc.cast(pa.array(seq), pa.string()), ""),
             "latency_ms": pa.array(latency_ms, pa.float64()),
-            "service_ms": pa.array(service_ms, pa.float64()),
-            "phase": pa.array([phases.at(t) for t in intended.tolist()], pa.string()),
+            "service_ms": pa.array((end - start) / NS_PER_MS, pa.float64()),
+            "phase": pc.take(phase_names, pa.array(phase_index, pa.int64())),
             "intended_ns": pa.array(intended, pa.int64()),
             "start_ns": pa.array(start, pa.int64()),
             "end_ns": pa.array(end, pa.int64()),
+            "queue_offset": pa.array(cols["queue_offset"], pa.int64()),
         }
-        for name in ("seq", "queue_offset"):
-            arrays[name] = pa.array(cols[name], pa.int64())
         for name in _INT32_COLUMNS:
             arrays[name] = pa.array(cols[name], pa.int32())
         for name in _STRING_COLUMNS:

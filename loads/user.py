@@ -136,7 +136,7 @@ class RocketMQUser(User):
             broker, queue_id, queue_offset = result.broker_name, result.queue_id, result.queue_offset
         elif error is not None and getattr(error, "attempts", None):
             broker = error.attempts[-1].broker_name
-        self.ctx.recorder.add((self.client_name, seq, key, msg_id, intended, start, end,
+        self.ctx.recorder.add((self.client_name, seq, msg_id, intended, start, end,
                                outcome, code, remark, broker, queue_id, queue_offset, attempts, self.open))
         latency_ms = (end - intended) / NS_PER_MS
         self.environment.events.request.fire(

@@ -22,8 +22,8 @@ T0 = 1_700_000_000 * S
 def row(seq: int, intended: int, outcome: str = "SEND_OK", scheduled: bool = True) -> tuple:
     start, end = intended + 1_000_000, intended + 3_000_000
     code = 0 if outcome == "SEND_OK" else None
-    return ("flood", seq, f"r:w0:{seq}", f"MSG{seq}", intended, start, end, outcome, code, None, "broker-a", seq % 4,
-            seq, 1, scheduled)
+    return ("flood", seq, f"MSG{seq}", intended, start, end, outcome, code, None, "broker-a", seq % 4, seq, 1,
+            scheduled)
 
 
 def test_every_row_reaches_a_part_with_the_contract_schema(tmp_path):
