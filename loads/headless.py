@@ -127,15 +127,23 @@ class Controller:
         self._stopping = True
         self.state = "stopping"
         log.info("stopping the load: %s", reason)
-        result = self.plugin.drain()
-        result["locust"] = locust_totals(self.env)
-        if self.args.role == "master":
-            self.env.runner.quit()
+        code = 0
+        try:
+            result = self.plugin.drain()
+            result["locust"] = locust_totals(self.env)
+            if self.args.role == "master":
+                self.env.runner.quit()
+        except Exception as e:  # still tell the harness and exit: a load process must never hang on its way out
+            log.exception("draining the load failed")
+            result, code = {"error": f"{type(e).__name__}: {e}"}, 1
         self.state = "stopped"
-        self.emit({"type": control.MSG_STOPPED, "reason": reason, "result": result,
-                   "stats": self.plugin.stats(self.state)})
+        try:
+            self.emit({"type": control.MSG_STOPPED, "reason": reason, "result": result,
+                       "stats": self.plugin.stats(self.state)})
+        except OSError:
+            log.warning("the harness is gone; the stop report was not delivered")
         logging.shutdown()
-        os._exit(0)
+        os._exit(code)
 
 
 def locust_totals(env: Environment) -> dict[str, Any]:
@@ -161,10 +169,14 @@ def run_worker(args: argparse.Namespace) -> int:
             return
         stopping.append(reason)
         log.info("worker %s stopping: %s", plugin.worker, reason)
-        totals = plugin.drain()
-        log.info("worker totals: %s", totals)
+        code = 0
+        try:
+            log.info("worker totals: %s", plugin.drain())
+        except Exception:  # never hang on the way out
+            log.exception("draining the worker failed")
+            code = 1
         logging.shutdown()
-        os._exit(0)
+        os._exit(code)
 
     def watch_master() -> None:
         while True:
