@@ -129,6 +129,7 @@ def test_spark_submit_runs_the_same_job(fresh_runs, tmp_path):
     out = tmp_path / "compare"
     job = Path(analysis.job.__file__)
     proc = run_group([str(SPARK_SUBMIT), "--master", "local[2]", "--conf", "spark.ui.enabled=false",
+                      "--conf", "spark.sql.shuffle.partitions=8",
                       "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1",
                       str(job), "--no-progress", "--out", str(out), *map(str, runs)],
                      timeout=300, env={**_env(), "SPARK_LOCAL_IP": "127.0.0.1"}, cwd=tmp_path)
