@@ -137,7 +137,7 @@ def test_time_zero_by_map_and_by_join_agree(spark):
     assert with_t0(df, {}).count() == 0
 
 
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=10, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), st.integers(min_value=0, max_value=5_000_000)),
                 min_size=1, max_size=400))
 def test_nearest_rank_matches_a_sorted_list_for_any_data(spark, rows):
