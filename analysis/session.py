@@ -1,5 +1,8 @@
 """The Spark session of the analysis job: local[2] by default, quiet, no UI; `--master URL` passes through.
 
+Local mode binds to 127.0.0.1 only (`SPARK_LOCAL_IP`, driver host and bind address) and uses few shuffle
+partitions; with a cluster master those stay Spark's (the executors must reach the driver).
+
 Under `spark-submit` the master and the rest of the configuration come from spark-submit; this module then only
 adds the settings that the job needs to be right (UTC session time zone) and leaves the rest alone.
 """
@@ -56,22 +59,23 @@ def get_session(master: str | None = None, log_level: str = LOG_LEVEL,
         return active
     builder = SparkSession.builder.appName(APP_NAME).config("spark.sql.session.timeZone", "UTC")
     if not under_spark_submit() or master:
-        os.environ.setdefault("SPARK_LOCAL_IP", LOCAL_IP)
+        url = master or DEFAULT_MASTER
         log4j = _log4j_file(log_level)
         builder = (
-            builder.master(master or DEFAULT_MASTER)
+            builder.master(url)
             .config("spark.ui.enabled", "false")
             .config("spark.ui.showConsoleProgress", "false")
-            .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
-            .config("spark.default.parallelism", str(shuffle_partitions))
             .config("spark.sql.adaptive.enabled", "true")
             .config("spark.driver.extraJavaOptions", f"-Dlog4j.configurationFile=file:{log4j}")
         )
-        if (master or DEFAULT_MASTER).startswith("local"):
+        if url.startswith("local"):  # one machine: loopback only, few partitions; a cluster keeps its defaults
+            os.environ.setdefault("SPARK_LOCAL_IP", LOCAL_IP)
             builder = (
                 builder.config("spark.driver.memory", DRIVER_MEMORY)
                 .config("spark.driver.host", LOCAL_IP)
                 .config("spark.driver.bindAddress", LOCAL_IP)
+                .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+                .config("spark.default.parallelism", str(shuffle_partitions))
             )
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(log_level)
