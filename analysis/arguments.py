@@ -14,4 +14,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, default=None,
                         help="one run: its report directory (default RUN_DIR/report); several runs: the comparison "
                              "page's directory (default <common parent>/report-compare)")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", type=spark_conf,
+                        help="a Spark setting for the job's session (repeatable), e.g. spark.executor.memory=8g")
     parser.add_argument("--no-progress", action="store_true", help="no progress display on the terminal")
+
+
+def spark_conf(text: str) -> tuple[str, str]:
+    """`KEY=VALUE` as a pair; argparse turns the ValueError into a one-line usage error."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip() or not key.startswith("spark."):
+        raise argparse.ArgumentTypeError(f"--conf {text!r}: expected spark.KEY=VALUE")
+    return key.strip(), value

@@ -56,7 +56,8 @@ def open_runs(paths: Sequence[str | Path]) -> list[RunDir]:
 
 
 def analyze(paths: Sequence[str | Path], *, out: Path | None = None, master: str | None = None,
-            spark=None, console: Console | None = None, progress: bool = True) -> JobResult:
+            spark=None, console: Console | None = None, progress: bool = True,
+            conf: Sequence[tuple[str, str]] = ()) -> JobResult:
     """Analyze run directories and write their reports. `out`: the report directory for one run, the comparison
     page's directory for several (default `<common parent>/report-compare`). `spark`: a session to use (kept
     running); otherwise one is started (`master`, default local[2]) and stopped at the end."""
@@ -71,7 +72,7 @@ def analyze(paths: Sequence[str | Path], *, out: Path | None = None, master: str
     own_session = spark is None
     with JobProgress(console, enabled=progress) as prog:
         prog.step(f"starting Spark ({master or 'local[2]'})" if own_session else "using the running Spark session")
-        spark = spark or get_session(master)
+        spark = spark or get_session(master, conf=conf)
         prog.attach(spark.sparkContext)
         try:
             results = compute(spark, runs, step=prog.step)
@@ -116,7 +117,7 @@ def run_from_args(args: argparse.Namespace) -> int:
     console = Console(stderr=True)
     try:
         job = analyze(args.run_dirs, out=args.out, master=args.master, console=console,
-                      progress=not args.no_progress)
+                      progress=not args.no_progress, conf=getattr(args, "conf", ()))
     except RunDirError as err:
         console.print(f"rmq-chaos report: error: {err}", markup=False, highlight=False, soft_wrap=True)
         return EXIT_BAD_INPUT

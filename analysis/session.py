@@ -11,6 +11,7 @@ from __future__ import annotations
 import atexit
 import os
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -49,9 +50,10 @@ def _log4j_file(level: str) -> Path:
     return Path(name)
 
 
-def get_session(master: str | None = None, log_level: str = LOG_LEVEL,
-                shuffle_partitions: int = SHUFFLE_PARTITIONS) -> SparkSession:
-    """The active session, or a new one: `master` (default local[2]) with quiet logs and no web UI.
+def get_session(master: str | None = None, log_level: str = LOG_LEVEL, shuffle_partitions: int = SHUFFLE_PARTITIONS,
+                conf: Sequence[tuple[str, str]] = ()) -> SparkSession:
+    """The active session, or a new one: `master` (default local[2]) with quiet logs and no web UI; `conf` pairs
+    are applied last (they win over these defaults).
 
     A session that already runs (a test's session, spark-submit's) is reused as it is."""
     active = SparkSession.getActiveSession()
@@ -77,6 +79,8 @@ def get_session(master: str | None = None, log_level: str = LOG_LEVEL,
                 .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
                 .config("spark.default.parallelism", str(shuffle_partitions))
             )
+    for key, value in conf:
+        builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(log_level)
     return spark
