@@ -19,6 +19,9 @@ from faults.system.tools import require_root
 TOLERANCE = 0.20
 """A measured rate within ±20 % of the limit counts as the limit in effect."""
 PROBE_SECONDS = 0.6
+MAX_PROBE_SECONDS = 8.0
+"""The probe runs on past PROBE_SECONDS, up to this, while the node's own large writes make the cgroup's counter jump
+by more than a fifth of what the window has counted (a throttle dispatches a 1.25 MiB bio of the node at once)."""
 UNTHROTTLED_PROBE_SECONDS = 0.3
 V1_FILES = {"write_bps": "blkio.throttle.write_bps_device", "read_bps": "blkio.throttle.read_bps_device",
             "write_iops": "blkio.throttle.write_iops_device", "read_iops": "blkio.throttle.read_iops_device"}
@@ -129,14 +132,17 @@ class DiskThrottle(Fault):
         value = self.limits[key]
         mode = "write" if key.startswith("write") else "read"
         chunk = IOPS_CHUNK if key.endswith("iops") else _chunk_for(value)
-        max_bytes = int(value * (chunk if key.endswith("iops") else 1) * seconds * 2) if not unlimited else 256 << 20
+        window = seconds if unlimited else MAX_PROBE_SECONDS
+        max_bytes = int(value * (chunk if key.endswith("iops") else 1) * window * 2) if not unlimited else 256 << 20
         free = os.statvfs(self.mount).f_bavail * os.statvfs(self.mount).f_frsize
         max_bytes = max(chunk, min(max_bytes, free // 4) // chunk * chunk)
         path = self._probe_files()[mode]
         cg = self.state["cgroup"]
         try:
             result = dio_probe(path, self.tag, [cg], mode=mode, chunk=chunk, seconds=seconds, max_bytes=max_bytes,
-                               stat_cgroup=cg, stat_device=self.state["majmin"])
+                               stat_cgroup=cg, stat_device=self.state["majmin"],
+                               stat_figure="ops" if key.endswith("iops") else "bytes",
+                               max_seconds=None if unlimited else MAX_PROBE_SECONDS)
         finally:
             if mode == "write" and os.path.exists(path):
                 os.unlink(path)

@@ -15,6 +15,7 @@ import mmap
 import os
 import subprocess
 import sys
+import threading
 import time
 
 from faults.errors import FaultError
@@ -29,7 +30,10 @@ BLOCKED_AFTER_S = 0.25
 """A probe write still unfinished (in D state) after this long counts as blocked."""
 PROBE_START_TIMEOUT_S = 10.0
 STAT_EVERY_S = 0.01
-"""The probe samples the cgroup's I/O counters after a completion at most this often."""
+"""The probe samples the cgroup's I/O counters this often while it runs."""
+BURSTS = 5
+"""With cgroup counters, the probe runs on (up to `--max-seconds`) until the counted amount after the warm-up is at
+least this many times the largest single jump of the counter."""
 V1_STAT_FILES = ("blkio.throttle.io_service_bytes_recursive", "blkio.throttle.io_serviced_recursive")
 V1_DIRECTION = {"write": "Write", "read": "Read"}
 V2_KEYS = {"write": ("wbytes", "wios"), "read": ("rbytes", "rios")}
@@ -101,17 +105,21 @@ def cgroup_io(cgroup: str, majmin: str, mode: str) -> tuple[int, int]:
 
 
 def dio_probe(path: str, tag: str, cgroups: list[str], *, mode: str, chunk: int, seconds: float,
-              max_bytes: int, stat_cgroup: str | None = None, stat_device: str | None = None) -> dict:
+              max_bytes: int, stat_cgroup: str | None = None, stat_device: str | None = None,
+              stat_figure: str = "bytes", max_seconds: float | None = None) -> dict:
     """Run `python -m faults.probe dio` in `cgroups` and return its measurement (rate after the warm-up). With
     `stat_cgroup` and `stat_device` (`MAJ:MIN`) the result also has `cgroup`: that cgroup's byte and operation
-    rates on the device over the same window (probe plus everything else in the cgroup)."""
+    rates on the device over the same window (probe plus everything else in the cgroup), and the probe runs past
+    `seconds` (up to `max_seconds`) until that window holds `BURSTS` times the largest jump of `stat_figure`
+    (`bytes` or `ops`): `cgroup.settled` says whether it did."""
+    longest = max(seconds, max_seconds or seconds)
     argv = [sys.executable, "-m", "faults.probe", "dio", path, "--mode", mode, "--chunk", str(chunk),
-            "--seconds", str(seconds), "--max-bytes", str(max_bytes)]
+            "--seconds", str(seconds), "--max-seconds", str(longest), "--max-bytes", str(max_bytes)]
     for cg in cgroups:
         argv += ["--cgroup", cg]
     if stat_cgroup and stat_device:
-        argv += ["--stat-cgroup", stat_cgroup, "--stat-device", stat_device]
-    proc = subprocess.run(argv, env=_env(tag), capture_output=True, text=True, timeout=seconds + 60)
+        argv += ["--stat-cgroup", stat_cgroup, "--stat-device", stat_device, "--stat-figure", stat_figure]
+    proc = subprocess.run(argv, env=_env(tag), capture_output=True, text=True, timeout=longest + 60)
     if proc.returncode != 0:
         raise FaultError(f"direct-I/O probe on {path} failed: {(proc.stderr.strip() or 'no output').splitlines()[-1]}")
     return json.loads(proc.stdout)
@@ -133,6 +141,33 @@ def rate_of(points: list[tuple[float, int]], warmup_s: float = WARMUP_S) -> floa
     return sum((t - mt) * (b - mb) for t, b in pts) / var
 
 
+class _CounterSampler(threading.Thread):
+    """Samples the cgroup's counters every `STAT_EVERY_S` while the probe's I/O runs (its own completions can be
+    seconds apart when the node's writes fill the throttle queue ahead of them)."""
+
+    def __init__(self, cgroup: str, device: str, mode: str, t0: float) -> None:
+        super().__init__(daemon=True)
+        self.cgroup, self.device, self.mode, self.t0 = cgroup, device, mode, t0
+        self.samples: list[tuple[float, int, int]] = [(0.0, *cgroup_io(cgroup, device, mode))]
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.wait(STAT_EVERY_S):
+            self.sample()
+
+    def sample(self) -> None:
+        self.samples.append((time.monotonic() - self.t0, *cgroup_io(self.cgroup, self.device, self.mode)))
+
+    def settled(self, figure: int) -> bool:
+        """True when the counted amount after the warm-up is at least `BURSTS` times the largest single jump of the
+        counter (a throttle dispatches a node's large bios whole), so one burst moves the rate by <= 1/BURSTS."""
+        pts = [(p[0], p[figure]) for p in self.samples if p[0] >= WARMUP_S]
+        if len(pts) < 2:
+            return False
+        jumps = [b - a for (_, a), (_, b) in zip(pts, pts[1:], strict=False)]
+        return pts[-1][1] - pts[0][1] >= BURSTS * max(max(jumps), 1)
+
+
 def _dio(args: argparse.Namespace) -> dict:
     for cg in args.cgroup:
         with open(os.path.join(cg, "cgroup.procs"), "w", encoding="ascii") as f:
@@ -146,12 +181,22 @@ def _dio(args: argparse.Namespace) -> dict:
         size = os.fstat(fd).st_size
     points: list[tuple[float, int]] = []
     done, ops, offset = 0, 0, 0
-    stats: list[tuple[float, int, int]] = []
     t0 = time.monotonic()
-    if args.stat_cgroup:
-        stats.append((0.0, *cgroup_io(args.stat_cgroup, args.stat_device, args.mode)))
+    sampler = _CounterSampler(args.stat_cgroup, args.stat_device, args.mode, t0) if args.stat_cgroup else None
+    figure = 1 if args.stat_figure == "bytes" else 2
+
+    longest = max(args.seconds, args.max_seconds or 0.0)
+
+    def more() -> bool:
+        elapsed = time.monotonic() - t0
+        if sampler is None or elapsed >= longest:
+            return elapsed < args.seconds
+        return elapsed < args.seconds or not sampler.settled(figure)
+
+    if sampler is not None:
+        sampler.start()
     try:
-        while done < args.max_bytes and time.monotonic() - t0 < args.seconds:
+        while done < args.max_bytes and more():
             if args.mode == "write":
                 n = os.pwrite(fd, buf, offset)
             else:
@@ -161,20 +206,21 @@ def _dio(args: argparse.Namespace) -> dict:
             offset += n
             done += n
             ops += 1
-            now = time.monotonic() - t0
-            points.append((now, done))
-            if args.stat_cgroup and now - stats[-1][0] >= STAT_EVERY_S:
-                stats.append((now, *cgroup_io(args.stat_cgroup, args.stat_device, args.mode)))
+            points.append((time.monotonic() - t0, done))
     finally:
         os.close(fd)
+        if sampler is not None:
+            sampler.stop.set()
+            sampler.join()
     elapsed = time.monotonic() - t0
     op_points = [(t, i + 1) for i, (t, _) in enumerate(points)]
     result = {"mode": args.mode, "bytes": done, "ops": ops, "chunk": args.chunk, "elapsed_s": round(elapsed, 4),
               "rate_bps": round(rate_of(points)), "iops": round(rate_of(op_points), 1),
               "mean_bps": round(done / elapsed) if elapsed > 0 else 0}
-    if args.stat_cgroup:
-        stats.append((elapsed, *cgroup_io(args.stat_cgroup, args.stat_device, args.mode)))
-        result["cgroup"] = _cgroup_rates(stats)
+    if sampler is not None:
+        sampler.sample()
+        result["cgroup"] = _cgroup_rates(sampler.samples)
+        result["cgroup"]["settled"] = sampler.settled(figure)
     return result
 
 
@@ -201,6 +247,9 @@ def main(argv: list[str] | None = None) -> int:
     d.add_argument("--cgroup", action="append", default=[])
     d.add_argument("--stat-cgroup", help="also sample this cgroup's I/O counters for --stat-device")
     d.add_argument("--stat-device", help="MAJ:MIN of the device whose counters are sampled")
+    d.add_argument("--stat-figure", choices=("bytes", "ops"), default="bytes",
+                   help="the counter whose largest jump decides how long the probe runs")
+    d.add_argument("--max-seconds", type=float, default=None, help="longest run with --stat-cgroup")
     args = parser.parse_args(argv)
     if args.cmd == "write":
         print("start", flush=True)
