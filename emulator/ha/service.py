@@ -1,11 +1,17 @@
 """`HAService` of a master (and the holder of a slave's HA client): it accepts slave connections on haListenPort,
 counts them, keeps the highest offset any slave acknowledged (`push2SlaveMaxOffset`), answers `isSlaveOK`
 (`connectionCount > 0 && masterPutWhere - push2SlaveMaxOffset < haSlaveFallbehindMax`) and owns the group-transfer
-service."""
+service. It also measures how long the count stays at zero each time it drops there (a slave that reconnects at once
+leaves a gap between the old connection's count-down and the new one's count-up, during which `isSlaveOK` is false).
+
+The accept thread counts a connection as soon as `accept` returns, before its log line and the socket options:
+the JVM's store log is asynchronous and its constructor takes microseconds, so the count-up follows the accept
+at once; a synchronous Python log write would hand the GIL over first and widen the gap."""
 from __future__ import annotations
 
 import socket
 import threading
+import time
 
 from emulator.config.broker_config import bind_address
 from emulator.ha.group_transfer import GroupTransferService
@@ -28,6 +34,11 @@ class HAService:
         self.client = HAClient(self) if self.config.is_slave else None
         self._listener: socket.socket | None = None
         self._stopped = False
+        self._zero_since_ns = 0
+        self.zero_periods = 0
+        """times the count came back from zero after a connection had been counted out"""
+        self.zero_last_ns = 0
+        self.zero_max_ns = 0
 
     def start(self) -> None:
         port = self.config.get_int("haListenPort")
@@ -64,12 +75,29 @@ class HAService:
                 sock, remote = self._listener.accept()  # type: ignore[union-attr]
             except OSError:
                 return
-            store_log.info("HAService receive new connection, /%s:%d", remote[0], remote[1])
-            conn = HAConnection(self, sock, remote)
             with self._lock:
-                self.connection_count += 1
+                self._count_up()
+            store_log.info("HAService receive new connection, /%s:%d", remote[0], remote[1])
+            try:
+                conn = HAConnection(self, sock, remote)
+            except OSError as e:  # the peer went away before the socket options were set
+                store_log.error("AcceptSocketService: new HAConnection failed, %s", e)
+                sock.close()
+                self.remove_connection(None, count_down=True)
+                continue
+            with self._lock:
                 self._connections.append(conn)
             conn.start()
+
+    def _count_up(self) -> None:
+        """connectionCount + 1 (under the lock), closing a zero period if one is open."""
+        self.connection_count += 1
+        if self.connection_count == 1 and self._zero_since_ns:
+            gap = time.perf_counter_ns() - self._zero_since_ns
+            self._zero_since_ns = 0
+            self.zero_periods += 1
+            self.zero_last_ns = gap
+            self.zero_max_ns = max(self.zero_max_ns, gap)
 
     def remove_connection(self, conn, count_down: bool) -> None:
         with self._lock:
@@ -77,6 +105,8 @@ class HAService:
                 self._connections.remove(conn)
             if count_down:
                 self.connection_count -= 1
+                if self.connection_count == 0:
+                    self._zero_since_ns = time.perf_counter_ns()
 
     def connections(self) -> list:
         with self._lock:

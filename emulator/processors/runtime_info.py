@@ -1,8 +1,9 @@
 """GET_BROKER_RUNTIME_INFO's table: the keys a real 4.9.1 broker returns (recorded `28_GET_BROKER_RUNTIME_INFO.json`)
 with live values, in Java HashMap order, plus HA keys 4.9.1 does not have (documented in docs/emulator.md):
 `haConnectionCount`, `haPush2SlaveMaxOffset`, `haSlaveAckOffset` (-1 until the slave's first report),
-`haSlaveFallbehindBytes` on a master, `haClientConnected`,
-`haMasterAddress` on a slave."""
+`haSlaveFallbehindBytes`, `haConnectionZeroTimes` / `haConnectionZeroLastMicros` / `haConnectionZeroMaxMicros` (how
+often and how long the connection count stayed at zero before a slave was counted again) on a master,
+`haClientConnected`, `haMasterAddress` on a slave."""
 from __future__ import annotations
 
 import math
@@ -113,4 +114,7 @@ def runtime_table(ctx: BrokerContext) -> dict[str, str]:
         t["haSlaveAckOffset"] = str(ha.slave_ack_offset())
         t["haSlaveFallbehindBytes"] = str(max(commitlog.max_offset() - ha.push2slave_max_offset, 0)
                                           if ha.connection_count > 0 else -1)
+        t["haConnectionZeroTimes"] = str(ha.zero_periods)
+        t["haConnectionZeroLastMicros"] = str(ha.zero_last_ns // 1000)
+        t["haConnectionZeroMaxMicros"] = str(ha.zero_max_ns // 1000)
     return java_ordered(t, RUNTIME_MAP_CAPACITY)
