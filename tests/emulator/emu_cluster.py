@@ -111,6 +111,10 @@ class EmuCluster:
     master_conf: dict[str, str] = field(default_factory=dict)
     slave_conf: dict[str, str] = field(default_factory=dict)
     cgroups: bool = False
+    heap: str = SMALL_HEAP
+    """HEAP_OPTS of both brokers (the JVM-like heap and eden)"""
+    store_size: int = STORE_SIZE
+    """bytes of each broker's loop-mounted store"""
     nodes: dict[str, Node] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -139,7 +143,7 @@ class EmuCluster:
     def _broker_node(self, role: str, extra: dict[str, str]) -> Node:
         node = Node(role, role, free_port_pair(), self.workdir / "logs" / role)
         mount = self.workdir / f"{role}-store"
-        node.store = LoopStore.create(self.journal, str(self.workdir / f"{role}.img"), str(mount), STORE_SIZE,
+        node.store = LoopStore.create(self.journal, str(self.workdir / f"{role}.img"), str(mount), self.store_size,
                                       run_id=self.run_id, node=role)
         if self.cgroups:
             node.cgroups = NodeCgroups.create(self.journal, self.run_id, role)
@@ -164,7 +168,7 @@ class EmuCluster:
     def _spawn(self, node: Node, args: list[str]) -> None:
         node.log_dir.mkdir(parents=True, exist_ok=True)
         env = dict(os.environ, ROCKETMQ_LOG_DIR=str(node.log_dir), RMQ_EMULATOR_BIND="127.0.0.1",
-                   ROCKETMQ_VERSION=self.version, HEAP_OPTS=SMALL_HEAP, PYTHONUNBUFFERED="1")
+                   ROCKETMQ_VERSION=self.version, HEAP_OPTS=self.heap, PYTHONUNBUFFERED="1")
         dirs = node.cgroups.dirs if node.cgroups else []
 
         def enter_cgroups() -> None:

@@ -70,6 +70,10 @@ def test_readonly_slave_repaired_catches_up(emu_cluster):
     cluster = emu_cluster()
     cluster.create_topic(TOPIC, 1)
     producer = cluster.producer()
+    # a slave that has replicated something holds its first commitlog file (a slave that has none yet cannot create
+    # it on a read-only store, and every send would wait for it)
+    assert _send(producer, "before").outcome == "SEND_OK"
+    poll(cluster.caught_up, 10, "the slave to hold the first message")
     fault = ReadonlyFs(cluster.target("slave"), journal=cluster.journal)
     fault.apply()
     fault.verify()
