@@ -159,10 +159,6 @@ class EmuCluster:
             "mappedFileSizeCommitLog": str(1 << 20),
             "slaveReadEnable": "true",
         }
-        if role == "slave":
-            # the slave's HA client connects at once instead of learning the address from its first registration
-            # (its first attempt, before that answer, would wait 5 s as Apache's does)
-            conf["haMasterAddress"] = f"127.0.0.1:{self.nodes['master'].port + 1}"
         conf.update(extra)
         node.conf = self.workdir / f"{role}.conf"
         node.conf.write_text("".join(f"{k}={v}\n" for k, v in conf.items()))
