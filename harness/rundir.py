@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 import time
 from collections.abc import Mapping
@@ -24,6 +25,8 @@ from harness.scenario import Scenario
 
 RUN_ID_TIME = "%Y%m%dT%H%M%SZ"
 MAX_RUN_ID = 200
+# a run id names directories, cgroups and compose projects: a matrix name's "axis=value" becomes "axis_value"
+RUN_ID_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
 
 
 class RunDir:
@@ -43,7 +46,8 @@ class RunDir:
         """Make `<out_dir>/<run-id>/` (run id: UTC time and scenario name, made unique) and write scenario.yaml."""
         base = Path(out_dir)
         base.mkdir(parents=True, exist_ok=True)
-        stem = run_id or f"{time.strftime(RUN_ID_TIME, time.gmtime())}-{scenario.name}"[:MAX_RUN_ID]
+        stem = run_id or RUN_ID_UNSAFE.sub(
+            "_", f"{time.strftime(RUN_ID_TIME, time.gmtime())}-{scenario.name}")[:MAX_RUN_ID]
         for n in range(1, 1000):
             name = stem if n == 1 else f"{stem}-{n}"
             try:

@@ -113,3 +113,14 @@ def test_run_directory_writer(tmp_path: Path) -> None:
     assert e["event"] == "phase_start" and e["wall_ns"] > 0 and e["mono_ns"] > 0
     assert (rd.root / "requests").is_dir() and (rd.root / "readback").is_dir()
     assert Scenario.model_validate(__import__("yaml").safe_load(rd.layout.scenario.read_text())).name == "u"
+
+
+def test_matrix_run_ids_are_safe_names(tmp_path: Path) -> None:
+    """A matrix combination is named `<name>.<axis>=<value>`; its run id (a directory, cgroup and compose project
+    name) keeps letters, digits, '-', '_' and '.' only, and still tells the combinations apart."""
+    from harness.scenarioload import load_scenarios
+
+    combos = load_scenarios(Path(__file__).resolve().parents[2] / "scenarios" / "transient-store-pool.yaml")
+    ids = [RunDir.create(tmp_path, s).run_id for s in combos]
+    assert [s.name for s in combos] == ["transient-store-pool.pool=on", "transient-store-pool.pool=off"]
+    assert [i.split("-", 1)[1] for i in ids] == ["transient-store-pool.pool_on", "transient-store-pool.pool_off"]
