@@ -1,9 +1,17 @@
-"""Shared test fixtures: paths to the recorded 4.9.1 frames, and a guard that a session with no passing test fails."""
+"""Shared test fixtures: paths to the recorded 4.9.1 frames, a guard that a session with no passing test fails, and
+Hypothesis drawing the same examples on every run (a CI verdict does not depend on the draw; set
+HYPOTHESIS_PROFILE=explore to search afresh)."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+settings.register_profile("repeatable", derandomize=True)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures"
