@@ -6,9 +6,12 @@ leaves a gap between the old connection's count-down and the new one's count-up,
 
 The accept thread counts a connection as soon as `accept` returns, before its log line and the socket options:
 the JVM's store log is asynchronous and its constructor takes microseconds, so the count-up follows the accept
-at once; a synchronous Python log write would hand the GIL over first and widen the gap."""
+at once; a synchronous Python log write would hand the GIL over first and widen the gap. On a loaded machine the
+accept thread can still wait milliseconds for the GIL behind request threads (the JVM's would not), so `isSlaveOK` also
+counts a connection the kernel has completed and the accept thread has not taken yet."""
 from __future__ import annotations
 
+import select
 import socket
 import threading
 import time
@@ -113,8 +116,21 @@ class HAService:
             return list(self._connections)
 
     def is_slave_ok(self, master_put_where: int) -> bool:
-        return self.connection_count > 0 and \
+        connected = self.connection_count > 0 or self._accept_pending()
+        return connected and \
             master_put_where - self.push2slave_max_offset < self.config.get_int("haSlaveFallbehindMax")
+
+    def _accept_pending(self) -> bool:
+        """A slave connection the kernel has completed but the accept thread has not counted yet. The JVM's accept
+        thread runs in parallel and counts it within microseconds; ours needs the interpreter lock first, which a busy
+        request thread can hold for milliseconds on a loaded machine. Asked only when the count is zero."""
+        listener = self._listener
+        if listener is None or self._stopped:
+            return False
+        try:
+            return bool(select.select([listener], [], [], 0)[0])
+        except (OSError, ValueError):  # closed by shutdown meanwhile
+            return False
 
     def notify_transfer_some(self, offset: int) -> None:
         with self._lock:
