@@ -51,8 +51,12 @@ def op_kill_procs(op: dict, ctx: UndoContext) -> str:
 
 
 def _device(op: dict) -> str | None:
-    devs = mounts.loop_devices_for(op["image"]) if op.get("image") else []
-    return devs[0] if devs else op.get("device")
+    """The loop device of op["image"]; the recorded device only for ops that name no image. Once the image is
+    detached (its cluster was taken down) the number it had may belong to another run's store: never touch it."""
+    if op.get("image"):
+        devs = mounts.loop_devices_for(op["image"])
+        return devs[0] if devs else None
+    return op.get("device")
 
 
 def _mounted_ours(op: dict) -> mounts.Mount | None:

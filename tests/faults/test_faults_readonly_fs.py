@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import subprocess
 
 import pytest
 from fault_nodes import poll
 
+from faults.cleanup import cleanup
 from faults.errors import FaultRefused
 from faults.readonly_fs import ReadonlyFs
 from faults.system import mounts
@@ -64,3 +66,35 @@ def test_readonly_fs_refuses_a_mount_the_harness_did_not_make(nodes, journal):
     with pytest.raises(FaultRefused, match="refusing the root filesystem"):
         root.apply()
 
+
+
+def test_cleanup_after_the_store_was_taken_down_leaves_the_loop_number_it_had_alone(nodes, journal, state_dir,
+                                                                                     base_dir):
+    """A revert that failed (the slave did not catch up), then the cluster went down: the store's image is detached
+    and deleted while the fault's entry is still open. Its loop device number may by then be another store's;
+    cleanup must neither check nor mount that one, and must close the entry."""
+    node = nodes("slave")
+    fault = ReadonlyFs(node.target, {}, journal=journal)
+    fault.apply()
+    fault.verify()
+    device, mount = node.store.device, node.store.mount
+    node.control.stop()
+    node.store.destroy()
+    assert mounts.loop_devices_for(node.store.image) == [] and mounts.mount_at(mount) is None
+    other = base_dir / "other.img"
+    with open(other, "wb") as f:
+        f.truncate(16 << 20)
+    subprocess.run(["mkfs.ext4", "-q", "-F", str(other)], check=True)
+    subprocess.run(["losetup", device, str(other)], check=True)  # the freed number, now someone else's
+    try:
+        report = cleanup(state_dir, all_owners=True)
+        assert report.ok, report.failed
+        (entry,) = [r for r in report.reverted if r["kind"] == "fault:readonly_fs"]
+        assert {u["op"]: u["result"] for u in entry["undo"]}["e2fsck"] == "no device", entry
+        assert mounts.mount_at(mount) is None, "another store's device was mounted in place of the deleted one"
+        assert mounts.loop_devices_for(str(other)) == [device]
+        assert not [e for e in journal.open_entries() if e.kind.startswith("fault:")]
+    finally:
+        if mounts.mount_at(mount) is not None:
+            mounts.umount(mount)
+        subprocess.run(["losetup", "-d", device], check=False)
