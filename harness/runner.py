@@ -138,6 +138,9 @@ class Runner:
             status, error = STATUS_INTERRUPTED, f"signal {sig}"
         except Exception as err:  # noqa: BLE001 - any failure ends the run cleanly and is recorded
             status, error = STATUS_FAILED, f"{type(err).__name__}: {err}"
+            exits = _node_exits(rd, backend)
+            if exits:
+                error += f" ({'; '.join(exits)})"
             progress.step(f"run failed: {error}", "red")
             traceback.print_exc(file=sys.stderr)
         finally:
@@ -289,3 +292,19 @@ def _summary(report: Any) -> str:
     if report.failed:
         text += f"; {len(report.failed)} failed: {report.failed[0].get('error')}"
     return text
+
+
+def _node_exits(rd: RunDir, backend: Any) -> list[str]:
+    """Nodes that ended on their own (a crash, the OOM killer) rather than through a fault's or the harness's stop:
+    one `node_exit` event each, and words for the run's error, so a failed read-back says which broker died."""
+    found = []
+    for name, node in getattr(backend, "nodes", {}).items():
+        try:
+            status = node.exit_status()
+            if status:
+                rd.event("node_exit", node=name, status=status, log=getattr(node, "log_path", None))
+        except Exception:  # noqa: BLE001 - a diagnostic must not hide the run's own error
+            continue
+        if status:
+            found.append(f"{name} {status}")
+    return found

@@ -42,6 +42,8 @@ class ContainerNode:
     master_addr: str | None = None
     broker_id: int | None = None
     stop_timeout_s: int = STOP_TIMEOUT_S
+    stopped: bool = False
+    """set by `stop`, cleared by `start`: an exited container that we did not stop ended on its own"""
 
     @property
     def pid_source(self) -> PidFile:
@@ -67,7 +69,21 @@ class ContainerNode:
         self.pid_source.write(proc)
         return [pid]
 
+    def exit_status(self) -> str | None:
+        """How the container ended when it was not stopped through `stop` ("exit 137 (OOM killed)"), else None."""
+        if self.stopped:
+            return None
+        try:
+            ct = self._container()
+        except Exception:  # noqa: BLE001 - removed or the engine is gone: nothing to tell
+            return None
+        if ct.status not in ("exited", "dead"):
+            return None
+        state = ct.attrs["State"]
+        return f"exit {state.get('ExitCode')}" + (" (OOM killed)" if state.get("OOMKilled") else "")
+
     def start(self) -> None:
+        self.stopped = False
         ct = self._container()
         if ct.status not in ("running", "paused"):
             try:
@@ -78,6 +94,7 @@ class ContainerNode:
 
     def stop(self) -> None:
         """`docker stop` (SIGTERM, SIGKILL after `stop_timeout_s`); returns once the container is down."""
+        self.stopped = True
         ct = self._container()
         if ct.status in ("running", "paused", "restarting"):
             try:

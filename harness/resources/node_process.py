@@ -5,6 +5,7 @@ a richer "caught up" check subclasses it and overrides `wait_caught_up`."""
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import time
 from dataclasses import dataclass, field
@@ -74,6 +75,13 @@ class ProcessNode:
             except FileNotFoundError:
                 pass
 
+    def exit_status(self) -> str | None:
+        """How the process this object started ended ("killed by SIGBUS", "exit 1"), None while it runs or when it
+        was stopped through `stop`."""
+        if self.process is None or self.process.alive():
+            return None
+        return describe_exit(self.process.popen.returncode)
+
     def wait_ready(self, timeout_s: float) -> None:
         """Running, and accepting TCP connections on `ready_port` when one is set."""
         deadline = time.monotonic() + timeout_s
@@ -102,6 +110,17 @@ class ProcessNode:
         keys = ("name", "argv", "run_id", "pidfile", "cgroups", "env", "cwd", "log_path", "ready_port",
                 "stop_timeout_s")
         return cls(journal=journal, **{k: data[k] for k in keys if k in data})
+
+
+def describe_exit(code: int | None) -> str:
+    if code is None:
+        return "ended (status unknown)"
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit {code}"
 
 
 def _accepts(port: int) -> bool:
