@@ -54,6 +54,7 @@ class HAConnection:
         buf = bytearray()
         last_read = time.time()
         self.sock.settimeout(SELECT_S)
+        expired = False
         try:
             while not self._stopped:
                 try:
@@ -78,12 +79,13 @@ class HAConnection:
                 if interval > config.get_int("haHousekeepingInterval"):
                     store_log.warning("ha housekeeping, found this connection[%s] expired, %d", self.client_addr,
                                       interval)
+                    expired = True
                     break
         except OSError as e:
             store_log.error("processReadEvent exception %s", e)
         finally:
             self._stopped = True
-            self.ha.remove_connection(self, count_down=True)
+            self.ha.remove_connection(self, count_down=True, peer_closed=not expired and not self.ha.stopped)
             self._close()
             store_log.info("ReadSocketService service end")
 

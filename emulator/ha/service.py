@@ -8,7 +8,15 @@ The accept thread counts a connection as soon as `accept` returns, before its lo
 the JVM's store log is asynchronous and its constructor takes microseconds, so the count-up follows the accept
 at once; a synchronous Python log write would hand the GIL over first and widen the gap. On a loaded machine the
 accept thread can still wait milliseconds for the GIL behind request threads (the JVM's would not), so `isSlaveOK` also
-counts a connection the kernel has completed and the accept thread has not taken yet."""
+counts a connection the kernel has completed and the accept thread has not taken yet.
+
+The other half of that gap is the slave's: a JVM's HAClient closes and connects again within a fraction of a
+millisecond; ours, on a busy machine and at the replication cliff (when 64 producers get their last acknowledgements
+and send again at once), took up to ~10 ms, and the puts of that burst met a zero count. The recorded 4.9.1 cluster
+never answered SLAVE_NOT_AVAILABLE in that loop. So when the peer closed a connection (EOF or a socket error, not the
+housekeeping expiry) and the count fell to zero, `isSlaveOK` keeps counting it for `RECONNECT_GRACE_S`, or until a
+new connection is counted. A slave that is really gone (killed, link cut) is thus reported SLAVE_NOT_AVAILABLE that
+much later than by a JVM."""
 from __future__ import annotations
 
 import select
@@ -20,6 +28,9 @@ from emulator.config.broker_config import bind_address
 from emulator.ha.group_transfer import GroupTransferService
 from emulator.logs import store_log
 from emulator.store.flush import GroupCommitRequest
+
+RECONNECT_GRACE_S = 0.05
+"""how long a slave connection closed by its peer still counts for `isSlaveOK` when it was the last one"""
 
 
 class HAService:
@@ -38,10 +49,15 @@ class HAService:
         self._listener: socket.socket | None = None
         self._stopped = False
         self._zero_since_ns = 0
+        self._grace_until_ns = 0
         self.zero_periods = 0
         """times the count came back from zero after a connection had been counted out"""
         self.zero_last_ns = 0
         self.zero_max_ns = 0
+
+    @property
+    def stopped(self) -> bool:
+        return self._stopped
 
     def start(self) -> None:
         port = self.config.get_int("haListenPort")
@@ -95,6 +111,7 @@ class HAService:
     def _count_up(self) -> None:
         """connectionCount + 1 (under the lock), closing a zero period if one is open."""
         self.connection_count += 1
+        self._grace_until_ns = 0
         if self.connection_count == 1 and self._zero_since_ns:
             gap = time.perf_counter_ns() - self._zero_since_ns
             self._zero_since_ns = 0
@@ -102,7 +119,9 @@ class HAService:
             self.zero_last_ns = gap
             self.zero_max_ns = max(self.zero_max_ns, gap)
 
-    def remove_connection(self, conn, count_down: bool) -> None:
+    def remove_connection(self, conn, count_down: bool, peer_closed: bool = False) -> None:
+        """Forget `conn`; with `count_down`, connectionCount - 1. `peer_closed`: the slave closed it (it reconnects
+        at once in the read-only loop), which opens the reconnect grace when the count reaches zero."""
         with self._lock:
             if conn in self._connections:
                 self._connections.remove(conn)
@@ -110,13 +129,15 @@ class HAService:
                 self.connection_count -= 1
                 if self.connection_count == 0:
                     self._zero_since_ns = time.perf_counter_ns()
+                    self._grace_until_ns = (self._zero_since_ns + int(RECONNECT_GRACE_S * 1e9)) if peer_closed else 0
 
     def connections(self) -> list:
         with self._lock:
             return list(self._connections)
 
     def is_slave_ok(self, master_put_where: int) -> bool:
-        connected = self.connection_count > 0 or self._accept_pending()
+        connected = self.connection_count > 0 or time.perf_counter_ns() < self._grace_until_ns or \
+            self._accept_pending()
         return connected and \
             master_put_where - self.push2slave_max_offset < self.config.get_int("haSlaveFallbehindMax")
 

@@ -1,6 +1,8 @@
-"""The master's view of a connected slave (`isSlaveOK`): the connection count, and a slave connection that the kernel
+"""The master's view of a connected slave (`isSlaveOK`): the connection count, a slave connection that the kernel
 has completed but the accept thread has not counted yet (a JVM's accept thread counts it within microseconds; ours may
-wait for the interpreter lock behind busy request threads, which turned a reconnect into SLAVE_NOT_AVAILABLE)."""
+wait for the interpreter lock behind busy request threads, which turned a reconnect into SLAVE_NOT_AVAILABLE), and the
+reconnect grace after the slave closed its last connection (a JVM's slave is back within a fraction of a
+millisecond)."""
 from __future__ import annotations
 
 import socket
@@ -9,7 +11,8 @@ import types
 import pytest
 
 from emulator.config.broker_config import BrokerConfig
-from emulator.ha.service import HAService
+from emulator.ha import service as service_module
+from emulator.ha.service import RECONNECT_GRACE_S, HAService
 from emulator.version import resolve_profile
 
 FALLBEHIND_MAX = 256 * 1024 * 1024
@@ -53,3 +56,32 @@ def test_after_shutdown_a_pending_connection_does_not_count(ha):
     with socket.create_connection(ha._listener.getsockname()):
         ha._stopped = True
         assert not ha.is_slave_ok(1024)
+
+
+def test_a_connection_the_slave_closed_still_counts_for_the_reconnect_grace(ha, monkeypatch):
+    clock = [10_000_000_000]
+    monkeypatch.setattr(service_module.time, "perf_counter_ns", lambda: clock[0])
+    with ha._lock:
+        ha._count_up()
+    ha.remove_connection(None, count_down=True, peer_closed=True)
+    assert ha.connection_count == 0 and ha.is_slave_ok(1024), "the slave reconnects at once: still counted"
+    clock[0] += int(RECONNECT_GRACE_S * 1e9) - 1
+    assert ha.is_slave_ok(1024)
+    clock[0] += 1
+    assert not ha.is_slave_ok(1024), "no new connection within the grace: the slave is gone"
+    with ha._lock:
+        ha._count_up()
+    ha.remove_connection(None, count_down=True, peer_closed=False)  # housekeeping expiry: no grace
+    assert not ha.is_slave_ok(1024)
+
+
+def test_a_new_connection_ends_the_grace(ha, monkeypatch):
+    clock = [10_000_000_000]
+    monkeypatch.setattr(service_module.time, "perf_counter_ns", lambda: clock[0])
+    with ha._lock:
+        ha._count_up()
+    ha.remove_connection(None, count_down=True, peer_closed=True)
+    with ha._lock:
+        ha._count_up()
+    ha.remove_connection(None, count_down=True, peer_closed=False)
+    assert not ha.is_slave_ok(1024), "the grace belonged to the connection the new one replaced"
