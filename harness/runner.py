@@ -295,7 +295,7 @@ def _summary(report: Any) -> str:
 
 
 def _node_exits(rd: RunDir, backend: Any) -> list[str]:
-    """Nodes that ended on their own (a crash, the OOM killer) rather than through a fault's or the harness's stop:
+    """Nodes whose process ended other than through the harness's stop (a crash, the OOM killer, a `kill` fault):
     one `node_exit` event each, and words for the run's error, so a failed read-back says which broker died."""
     found = []
     for name, node in getattr(backend, "nodes", {}).items():
