@@ -28,6 +28,13 @@ CHART_TITLES = (("rate", "send rate"), ("latency", "latency percentiles"), ("out
 WORD = {True: "valid", False: "invalid", "unknown": "unknown"}
 CSS = {True: "held", False: "failed", "unknown": "unknown"}
 SCENARIO_SKIP_KEYS = ("expect",)
+RUN_IDENTITY_KEYS = frozenset({
+    "cluster_id", "run_id", "nodes", "namesrv", "listenPort", "haListenPort", "fastListenPort", "namesrvAddr",
+    "haMasterAddress", "storePathRootDir", "storePathCommitLog", "storePathConsumeQueue", "storePathIndex",
+    "storeCheckpoint", "abortFile", "rocketmqHome", "kvConfigPath", "configStorePath",
+})
+"""Config keys (last name of the flattened key) whose values name one run's ports, addresses, paths or ids: they
+differ between any two runs, so the comparison counts them instead of listing them among the differences."""
 
 
 def _num(v: Any) -> str:
@@ -173,8 +180,9 @@ def compare_rows(results: Sequence[RunResults], page_dir: Path) -> list[dict[str
     return rows
 
 
-def config_differences(results: Sequence[RunResults]) -> tuple[list[dict[str, Any]], int]:
-    """Keys of scenario (without `expect`) and cluster config whose values differ between runs."""
+def config_differences(results: Sequence[RunResults]) -> tuple[list[dict[str, Any]], list[str], int]:
+    """Keys of scenario (without `expect`) and cluster config whose values differ between runs; the keys that differ
+    only because they name each run's ports, paths and ids (`RUN_IDENTITY_KEYS`); how many keys are the same."""
     flats = []
     for res in results:
         scenario = {}
@@ -184,8 +192,10 @@ def config_differences(results: Sequence[RunResults]) -> tuple[list[dict[str, An
                 loaded, dict) else {}
         flats.append({**flatten(scenario, "scenario"), **flatten(res.run.cluster or {}, "cluster")})
     keys = sorted({k for f in flats for k in f})
-    diff = [{"key": k, "values": [f.get(k) for f in flats]} for k in keys if len({f.get(k) for f in flats}) > 1]
-    return diff, len(keys) - len(diff)
+    differing = [k for k in keys if len({f.get(k) for f in flats}) > 1]
+    identity = [k for k in differing if k.rsplit(".", 1)[-1] in RUN_IDENTITY_KEYS]
+    diff = [{"key": k, "values": [f.get(k) for f in flats]} for k in differing if k not in identity]
+    return diff, identity, len(keys) - len(differing)
 
 
 def render_compare_page(results: Sequence[RunResults], page_dir: Path) -> str:
@@ -196,9 +206,9 @@ def render_compare_page(results: Sequence[RunResults], page_dir: Path) -> str:
     phase_names: list[str] = []
     for r in rows:
         phase_names += [p for p in r["phases"] if p not in phase_names]
-    diff, same = config_differences(results)
+    diff, identity, same = config_differences(results)
     return environment().get_template("compare.html.j2").render(
         generated=_now(), rows=rows, verdict_word=WORD[valid], verdict_css=CSS[valid],
         figures=compare_figures(rows), outcomes=outcomes, phase_names=phase_names, config_diff=diff,
-        config_same=same,
+        config_same=same, config_identity=identity,
     )
