@@ -46,6 +46,7 @@ def open_runs(paths: Sequence[str | Path]) -> list[RunDir]:
         raise RunDirError("no run directory given (rmq-chaos report RUN_DIR...)")
     runs: list[RunDir] = []
     seen: dict[str, Path] = {}
+    paths = [p for p in paths if not _is_comparison_output(Path(p))] or paths  # `report runs/*` a second time
     for p in paths:
         run = open_run_dir(p)
         if run.run_id in seen:
@@ -53,6 +54,12 @@ def open_runs(paths: Sequence[str | Path]) -> list[RunDir]:
         seen[run.run_id] = run.path
         runs.append(run)
     return runs
+
+
+def _is_comparison_output(path: Path) -> bool:
+    """A comparison page's directory written by an earlier report (its `runs.json`, no run of its own)."""
+    return (path / "runs.json").is_file() and not any(
+        (path / name).exists() for name in ("events.jsonl", "scenario.yaml", "requests"))
 
 
 def analyze(paths: Sequence[str | Path], *, out: Path | None = None, master: str | None = None,

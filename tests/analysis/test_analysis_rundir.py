@@ -149,3 +149,15 @@ def test_a_crash_is_not_a_failed_expectation(monkeypatch, tmp_path, capsys):
     args = argparse.Namespace(run_dirs=[str(tmp_path)], out=None, master=None, no_progress=True)
     assert job.run_from_args(args) == job.EXIT_CRASH == 255
     assert "the analysis crashed: RuntimeError: Spark could not start" in capsys.readouterr().err
+
+
+def test_an_earlier_comparison_page_among_the_runs_is_passed_over(tmp_path):
+    """`rmq-chaos report runs/*` run twice: the first wrote runs/report-compare/, the second is given it too."""
+    a, _ = clean_run(tmp_path / "a")
+    compare = tmp_path / "report-compare"
+    compare.mkdir()
+    (compare / "runs.json").write_text('{"runs": []}')
+    (compare / "index.html").write_text("<html></html>")
+    assert [r.path for r in open_runs([a, compare])] == [open_run_dir(a).path]
+    with pytest.raises(RunDirError, match="not a run directory"):
+        open_runs([compare])  # alone, it is still refused
