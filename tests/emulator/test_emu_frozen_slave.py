@@ -1,7 +1,9 @@
 """Slave store frozen (fsfreeze) under load: the slave's HA thread blocks in its write, sends time out, and after
 `haHousekeepingInterval` without an offset report the master drops the slave, so sends get SLAVE_NOT_AVAILABLE at
 once; thawed, the slave reconnects, catches up, and sends get SEND_OK again. haHousekeepingInterval is lowered from
-its 20 s default to 5 s here to keep the test short; the mechanism is the same."""
+its 20 s default to 5 s here to keep the test short; the mechanism is the same. The slave's haSendHeartbeatInterval
+goes from 5 s to 1 s with it: a slave reports when more than the interval has passed, checked once a second, so
+with both at 5 s the master could expire a healthy slave before its first report (it did, in CI)."""
 from __future__ import annotations
 
 import time
@@ -15,10 +17,12 @@ from faults.disk_freeze import DiskFreeze
 pytestmark = pytest.mark.root
 TOPIC = "FrozenTopic"
 HOUSEKEEPING_MS = 5000
+HEARTBEAT_MS = 1000
 
 
 def test_frozen_slave_is_dropped_then_recovers(emu_cluster):
-    cluster = emu_cluster(master_conf={"haHousekeepingInterval": str(HOUSEKEEPING_MS)})
+    cluster = emu_cluster(master_conf={"haHousekeepingInterval": str(HOUSEKEEPING_MS)},
+                          slave_conf={"haSendHeartbeatInterval": str(HEARTBEAT_MS)})
     cluster.create_topic(TOPIC, 4)
     fault = DiskFreeze(cluster.target("slave"), journal=cluster.journal)
     with Flood(cluster.producer(), TOPIC, threads=8, body_size=1024) as flood:
