@@ -94,8 +94,7 @@ class HAService:
                 sock, remote = self._listener.accept()  # type: ignore[union-attr]
             except OSError:
                 return
-            with self._lock:
-                self._count_up()
+            self._count_up()
             store_log.info("HAService receive new connection, /%s:%d", remote[0], remote[1])
             try:
                 conn = HAConnection(self, sock, remote)
@@ -109,15 +108,16 @@ class HAService:
             conn.start()
 
     def _count_up(self) -> None:
-        """connectionCount + 1 (under the lock), closing a zero period if one is open."""
-        self.connection_count += 1
-        self._grace_until_ns = 0
-        if self.connection_count == 1 and self._zero_since_ns:
-            gap = time.perf_counter_ns() - self._zero_since_ns
-            self._zero_since_ns = 0
-            self.zero_periods += 1
-            self.zero_last_ns = gap
-            self.zero_max_ns = max(self.zero_max_ns, gap)
+        """connectionCount + 1, closing a zero period (and its reconnect grace) if one is open."""
+        with self._lock:
+            self.connection_count += 1
+            self._grace_until_ns = 0
+            if self.connection_count == 1 and self._zero_since_ns:
+                gap = time.perf_counter_ns() - self._zero_since_ns
+                self._zero_since_ns = 0
+                self.zero_periods += 1
+                self.zero_last_ns = gap
+                self.zero_max_ns = max(self.zero_max_ns, gap)
 
     def remove_connection(self, conn, count_down: bool, peer_closed: bool = False) -> None:
         """Forget `conn`; with `count_down`, connectionCount - 1. `peer_closed`: the slave closed it (it reconnects

@@ -45,8 +45,7 @@ def test_a_completed_connection_not_yet_accepted_counts(ha):
 
 
 def test_counted_connection_is_ok_and_counting_down_to_zero_is_not(ha):
-    with ha._lock:
-        ha._count_up()
+    ha._count_up()
     assert ha.is_slave_ok(1024)
     ha.remove_connection(None, count_down=True)
     assert ha.connection_count == 0 and not ha.is_slave_ok(1024)
@@ -58,30 +57,30 @@ def test_after_shutdown_a_pending_connection_does_not_count(ha):
         assert not ha.is_slave_ok(1024)
 
 
-def test_a_connection_the_slave_closed_still_counts_for_the_reconnect_grace(ha, monkeypatch):
-    clock = [10_000_000_000]
-    monkeypatch.setattr(service_module.time, "perf_counter_ns", lambda: clock[0])
-    with ha._lock:
-        ha._count_up()
+@pytest.fixture
+def clock(monkeypatch):
+    """The service's nanosecond clock, moved by hand: `clock[0] += ns`."""
+    now = [10_000_000_000]
+    monkeypatch.setattr(service_module.time, "perf_counter_ns", lambda: now[0])
+    return now
+
+
+def test_a_connection_the_slave_closed_still_counts_for_the_reconnect_grace(ha, clock):
+    ha._count_up()
     ha.remove_connection(None, count_down=True, peer_closed=True)
     assert ha.connection_count == 0 and ha.is_slave_ok(1024), "the slave reconnects at once: still counted"
     clock[0] += int(RECONNECT_GRACE_S * 1e9) - 1
     assert ha.is_slave_ok(1024)
     clock[0] += 1
     assert not ha.is_slave_ok(1024), "no new connection within the grace: the slave is gone"
-    with ha._lock:
-        ha._count_up()
+    ha._count_up()
     ha.remove_connection(None, count_down=True, peer_closed=False)  # housekeeping expiry: no grace
     assert not ha.is_slave_ok(1024)
 
 
-def test_a_new_connection_ends_the_grace(ha, monkeypatch):
-    clock = [10_000_000_000]
-    monkeypatch.setattr(service_module.time, "perf_counter_ns", lambda: clock[0])
-    with ha._lock:
-        ha._count_up()
+def test_a_new_connection_ends_the_grace(ha, clock):
+    ha._count_up()
     ha.remove_connection(None, count_down=True, peer_closed=True)
-    with ha._lock:
-        ha._count_up()
+    ha._count_up()
     ha.remove_connection(None, count_down=True, peer_closed=False)
     assert not ha.is_slave_ok(1024), "the grace belonged to the connection the new one replaced"
