@@ -301,10 +301,10 @@ def _node_exits(rd: RunDir, backend: Any) -> list[str]:
     for name, node in getattr(backend, "nodes", {}).items():
         try:
             status = node.exit_status()
-            if status:
-                rd.event("node_exit", node=name, status=status, log=getattr(node, "log_path", None))
+            if not status:
+                continue
+            rd.event("node_exit", node=name, status=status, log=getattr(node, "log_path", None))
         except Exception:  # noqa: BLE001 - a diagnostic must not hide the run's own error
             continue
-        if status:
-            found.append(f"{name} {status}")
+        found.append(f"{name} {status}")
     return found
