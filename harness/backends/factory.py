@@ -1,5 +1,5 @@
 """The backend of a run, from `cluster.backend`: `local` (processes on this machine) or `compose` (containers of
-compose/rocketmq-*.yml). `with_backend` applies the command line's `--backend` / `--image` to a scenario (checked
+compose/rocketmq-*.yml). `with_backend` applies the command line's `--backend` / `--image` / `--program` to a scenario (checked
 by the scenario schema again); `check` says, before anything is started, whether the backend can run here."""
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ class BackendUnavailable(RuntimeError):
     """The chosen backend cannot run here, or the override does not fit the scenario (one line)."""
 
 
-def with_backend(scenario: Scenario, backend: str | None, image: str | None) -> Scenario:
-    """The scenario with `cluster.backend` / `cluster.image` replaced (None keeps the file's)."""
-    changes = {k: v for k, v in (("backend", backend), ("image", image)) if v is not None}
+def with_backend(scenario: Scenario, backend: str | None, image: str | None, program: str | None = None) -> Scenario:
+    """The scenario with `cluster.backend` / `cluster.image` / `cluster.program` replaced (None keeps the file's)."""
+    changes = {k: v for k, v in (("backend", backend), ("image", image), ("program", program)) if v is not None}
     if not changes:
         return scenario
     data = {**scenario.cluster.model_dump(mode="json", exclude_none=True), **changes}
@@ -45,7 +45,7 @@ def check(scenario: Scenario) -> None:
     from harness.backends.programs import Program, ProgramError
 
     try:
-        Program.choose(scenario.cluster.program)
+        Program.choose(scenario.cluster.program, scenario.cluster.version)
     except ProgramError as err:
         raise BackendUnavailable(str(err)) from None
 

@@ -50,7 +50,7 @@ class LocalBackend:
         self.journal = journal
         self.state_dir = Path(state_dir)
         self.work = self.state_dir / WORK_DIR / self.run_id
-        self.program = Program.choose(scenario.cluster.program)
+        self.program = Program.choose(scenario.cluster.program, scenario.cluster.version)
         self.nodes: dict[str, BrokerNode] = {}
         self.targets: dict[str, NodeTarget] = {}
         self.stores: dict[str, Any] = {}

@@ -2,10 +2,16 @@
 an Apache RocketMQ binary distribution at `$ROCKETMQ_HOME` (`bin/mqnamesrv`, `bin/mqbroker`), with the same conf
 files. Both get a small heap from the scenario: the emulator through `HEAP_OPTS`, Apache's scripts through
 `JAVA_OPT_EXT` (appended after the script's own `-Xms8g -Xmx8g`, and the JVM takes the last), plus
-`-Duser.home=<node dir>` so its `~/logs/rocketmqlogs` and `~/store` defaults stay inside the node's directory."""
+`-Duser.home=<node dir>` so its `~/logs/rocketmqlogs` and `~/store` defaults stay inside the node's directory.
+
+A distribution's version is read from its jars' names (`lib/rocketmq-broker-<version>.jar`, as in every
+rocketmq-all-<version>-bin-release); one that is not the scenario's `cluster.version` is refused before anything
+starts, as the compose backend refuses an image of another version: the run would record one version and run
+another."""
 from __future__ import annotations
 
 import os
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +19,18 @@ from pathlib import Path
 ROCKETMQ_HOME_ENV = "ROCKETMQ_HOME"
 APACHE_BIN = {"namesrv": "bin/mqnamesrv", "broker": "bin/mqbroker"}
 PATH_ENV = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+VERSION_JAR = re.compile(r"^rocketmq-broker-(\d+\.\d+\.\d+)\.jar$")
+
+
+def distribution_version(home: Path) -> str | None:
+    """The RocketMQ version of the distribution at `home`, from `lib/rocketmq-broker-<version>.jar` (None: no such
+    jar, or several versions)."""
+    try:
+        names = os.listdir(home / "lib")
+    except OSError:
+        return None
+    found = {m.group(1) for m in map(VERSION_JAR.match, names) if m}
+    return found.pop() if len(found) == 1 else None
 
 
 class ProgramError(RuntimeError):
@@ -25,7 +43,9 @@ class Program:
     home: Path | None = None
 
     @classmethod
-    def choose(cls, kind: str) -> Program:
+    def choose(cls, kind: str, version: str | None = None) -> Program:
+        """The program of `kind`; for `apache`, the distribution at `$ROCKETMQ_HOME`, which must be of `version`
+        when one is given."""
         if kind == "emulator":
             return cls("emulator")
         home = os.environ.get(ROCKETMQ_HOME_ENV)
@@ -35,6 +55,15 @@ class Program:
         for rel in APACHE_BIN.values():
             if not os.access(Path(home) / rel, os.X_OK):
                 raise ProgramError(f"${ROCKETMQ_HOME_ENV}={home}: {rel} is missing or not executable")
+        if version is not None:
+            found = distribution_version(Path(home))
+            if found is None:
+                raise ProgramError(f"${ROCKETMQ_HOME_ENV}={home}: cannot tell the distribution's version (no single "
+                                   "lib/rocketmq-broker-<version>.jar); allowed: a rocketmq-all-<version>-bin-release "
+                                   "directory")
+            if found != version:
+                raise ProgramError(f"${ROCKETMQ_HOME_ENV}={home} is RocketMQ {found} but cluster.version is {version}; "
+                                   f"allowed: a distribution of {version}, or cluster.version {found}")
         return cls("apache", Path(home))
 
     def argv(self, role: str, conf: Path) -> list[str]:

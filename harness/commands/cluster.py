@@ -50,7 +50,7 @@ def _up(args: argparse.Namespace) -> int:
         return EXIT_INVALID
     from harness.backends.factory import BackendUnavailable, check, with_backend
     try:
-        runs = [with_backend(runs[0], args.backend, args.image)]
+        runs = [with_backend(runs[0], args.backend, args.image, args.program)]
         check(runs[0])
     except BackendUnavailable as err:
         print(f"{args.scenario}: {err}", file=sys.stderr)

@@ -27,6 +27,9 @@ def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
                         help="override cluster.backend: local processes, or containers of compose/ (Docker)")
     parser.add_argument("--image", metavar="IMAGE",
                         help="compose: the image of every node (overrides cluster.image and $ROCKETMQ_IMAGE)")
+    parser.add_argument("--program", choices=("emulator", "apache"),
+                        help="override cluster.program: the embedded emulator, or the Apache RocketMQ binary "
+                             "distribution at $ROCKETMQ_HOME (local backend)")
 
 
 def combine(codes: list[int]) -> int:
@@ -57,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_INVALID
     from harness.backends.factory import BackendUnavailable, check, with_backend
     try:
-        runs = [with_backend(r, args.backend, args.image) for r in runs]
+        runs = [with_backend(r, args.backend, args.image, args.program) for r in runs]
         for r in runs:
             check(r)
     except BackendUnavailable as err:

@@ -18,16 +18,18 @@ from faults.system.procs import TAG_ENV
 REPO = Path(__file__).resolve().parents[2]
 
 
-def cli_env(state: Path, drop: tuple[str, ...] = ()) -> dict[str, str]:
+def cli_env(state: Path, drop: tuple[str, ...] = (), add: dict[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != TAG_ENV and k not in drop}
+    env.update(add or {})
     env["RMQ_CHAOS_STATE"] = str(state)
     env["PYTHONPATH"] = str(REPO)
     return env
 
 
-def rmq_chaos(args: list[str], state: Path, env_drop: tuple[str, ...] = (), **kw: Any) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "harness.cli", *args], cwd=REPO, env=cli_env(state, env_drop),
-                            **kw)
+def rmq_chaos(args: list[str], state: Path, env_drop: tuple[str, ...] = (), env_set: dict[str, str] | None = None,
+              **kw: Any) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "harness.cli", *args], cwd=REPO,
+                            env=cli_env(state, env_drop, env_set), **kw)
 
 
 def run_dir_of(out: Path) -> Path:

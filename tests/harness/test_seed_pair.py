@@ -133,3 +133,29 @@ def test_apache_program_without_rocketmq_home_starts_nothing(tmp_path: Path) -> 
     assert err.splitlines() == [f"{scenario}: cluster.program is apache but $ROCKETMQ_HOME is not set; set it to an "
                                 "unpacked rocketmq-all-<version>-bin-release directory"]
     assert not env_state.exists() and not (tmp_path / "runs").exists()
+
+
+def _fake_distribution(home: Path, version: str) -> None:
+    """Only what the version check looks at: executable scripts and the broker jar's name (nothing can run)."""
+    (home / "bin").mkdir(parents=True)
+    (home / "lib").mkdir()
+    for script in ("mqnamesrv", "mqbroker"):
+        (home / "bin" / script).write_text("#!/bin/sh\nexit 1\n")
+        (home / "bin" / script).chmod(0o755)
+    (home / "lib" / f"rocketmq-broker-{version}.jar").write_bytes(b"")
+
+
+@pytest.mark.parametrize("command", [["run"], ["cluster", "up"]])
+def test_apache_distribution_of_another_version_is_refused(tmp_path: Path, command: list[str]) -> None:
+    home = tmp_path / "rocketmq-4.9.3"
+    _fake_distribution(home, "4.9.3")
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text('name: a\ncluster: {version: "4.9.1"}\nphases: [{name: x, duration: 1s}]\n')
+    state = tmp_path / "state"
+    proc = rmq_chaos([*command, str(scenario), "--program", "apache", "--out", str(tmp_path / "runs")], state,
+                     stderr=subprocess.PIPE, text=True, env_set={"ROCKETMQ_HOME": str(home)})
+    err = proc.communicate(timeout=60)[1]
+    assert proc.returncode == 2
+    assert err.splitlines() == [f"{scenario}: $ROCKETMQ_HOME={home} is RocketMQ 4.9.3 but cluster.version is 4.9.1; "
+                                "allowed: a distribution of 4.9.1, or cluster.version 4.9.3"]
+    assert not state.exists() and not (tmp_path / "runs").exists()
