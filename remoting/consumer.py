@@ -2,7 +2,8 @@
 (ROCKETMQ-FACTS C.8): SUBSCRIPTION flag with subscription `*` (TAG), no suspend, no offset commit, so the broker
 needs no heartbeat and auto-creates the group. Responses map as `MQClientAPIImpl.processPullResponse`: 0 FOUND,
 19 NO_NEW_MSG, 20 NO_MATCHED_MSG, 21 OFFSET_ILLEGAL, anything else `MQBrokerException`. Bodies are decoded with
-`remoting.stored`. A slave answers only when `slaveReadEnable=true` or, in 4.9.1, whenever it has the messages
+`remoting.stored`; a FOUND body that does not decode raises `RemotingCommandException` naming broker, queue and
+offset. A slave answers only when `slaveReadEnable=true` or, in 4.9.1, whenever it has the messages
 (its PULL_RETRY_IMMEDIATELY is overwritten by FOUND): check `suggest_which_broker_id`."""
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from dataclasses import dataclass, field
 from remoting.client import RemotingClient
 from remoting.codes import RequestCode, ResponseCode
 from remoting.command import make_request
-from remoting.errors import MQBrokerException, MQClientException
+from remoting.errors import MQBrokerException, MQClientException, RemotingCommandException
 from remoting.headers import (
     PULL_FLAG_SUBSCRIPTION,
     GetMaxOffsetRequestHeader,
@@ -85,14 +86,30 @@ class PullConsumer:
         if status is None:
             raise MQBrokerException(response.code, response.remark, addr)
         rh = PullMessageResponseHeader.from_fields(response.ext_fields)
-        messages = decode_stored_messages(response.body) if status == "FOUND" and response.body else []
+        messages = self._decode(response.body, addr, topic, queue_id, offset) if status == "FOUND" else []
         return PullResult(status, rh.nextBeginOffset or 0, rh.minOffset or 0, rh.maxOffset or 0,
                           rh.suggestWhichBrokerId or 0, messages, response.code, response.remark)
+
+    @staticmethod
+    def _decode(body: bytes | None, addr: str, topic: str, queue_id: int, offset: int) -> list[MessageExt]:
+        """The stored messages of a FOUND body; a body that does not decode raises `RemotingCommandException`
+        naming the broker, the queue and the offset pulled (the stored-format error as its cause)."""
+        if not body:
+            return []
+        try:
+            return decode_stored_messages(body)
+        except RemotingCommandException as err:
+            raise RemotingCommandException(
+                f"PULL_MESSAGE from {addr} {topic}:{queue_id} at offset {offset}: the FOUND body of {len(body)} "
+                f"bytes does not decode as stored messages: {err}") from err
 
     def iter_queue(self, addr: str, topic: str, queue_id: int, start_offset: int | None = None,
                    batch: int = 32) -> Iterator[MessageExt]:
         """Every message of one queue on one broker, from `start_offset` (default: the queue's min offset) to the
-        end, page by page. Raises `MQClientException` when the broker keeps answering without moving on."""
+        end, page by page. Raises what `pull` raises (`MQBrokerException` for a code it does not map, e.g. 1
+        SYSTEM_ERROR; `RemotingCommandException` for a body that does not decode; timeouts, refused connections) after
+        yielding the messages of the pages before, and `MQClientException` when the broker keeps answering without
+        moving on."""
         offset = self.min_offset(addr, topic, queue_id) if start_offset is None else start_offset
         stalls = 0
         while True:

@@ -8,7 +8,7 @@ from remoting_scripted_server import Reply
 from remoting.admin import BrokerAdmin
 from remoting.codes import RequestCode, ResponseCode
 from remoting.consumer import PullConsumer
-from remoting.errors import MQBrokerException, MQClientException
+from remoting.errors import MQBrokerException, MQClientException, RemotingCommandException
 from remoting.headers import GetMaxOffsetRequestHeader, PullMessageRequestHeader
 from remoting.stored import encode_stored_message
 
@@ -122,3 +122,28 @@ def test_admin_offsets(queue_broker, client_factory):
     broker = queue_broker(first=3, count=4)
     admin = BrokerAdmin(client_factory())
     assert (admin.get_min_offset(broker.addr, TOPIC, 0), admin.get_max_offset(broker.addr, TOPIC, 0)) == (3, 7)
+
+
+def test_a_found_body_that_does_not_decode_names_the_queue_and_offset(server_factory, consumer):
+    """A broker that advanced past bytes it never wrote can serve zeros as FOUND: a clear RemotingCommandException,
+    not a bare struct.error, and the pages before it were yielded."""
+    good = encode_stored_message(
+        topic=TOPIC, queue_id=3, body=b"m0", properties={"KEYS": "k0"}, queue_offset=0, commitlog_offset=0,
+        born_timestamp=1, born_host="127.0.0.1:4000", store_timestamp=2, store_host="127.0.0.1:4001")
+
+    def handle(cmd):
+        if cmd.code == RequestCode.GET_MIN_OFFSET:
+            return Reply(ext={"offset": 0})
+        h = PullMessageRequestHeader.from_fields(cmd.ext_fields)
+        ext = {"suggestWhichBrokerId": 1, "minOffset": 0, "maxOffset": 9, "nextBeginOffset": h.queueOffset + 1}
+        return Reply(ResponseCode.SUCCESS, "FOUND", ext, good if h.queueOffset == 0 else bytes(200))
+
+    server = server_factory(handle)
+    got = []
+    with pytest.raises(RemotingCommandException) as err:
+        for m in consumer.iter_queue(server.addr, TOPIC, 3):
+            got.append(m.queue_offset)
+    assert got == [0]
+    text = str(err.value)
+    assert f"PULL_MESSAGE from {server.addr} {TOPIC}:3 at offset 1" in text and "200 bytes" in text
+    assert "bad magic code" in text and isinstance(err.value.__cause__, RemotingCommandException)
