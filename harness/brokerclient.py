@@ -1,6 +1,6 @@
 """The broker calls the harness makes (readiness, topic creation, effective config, runtime figures, the ready probe
-send, the read-back pulls), over one shared `remoting` client. Every function here is a thin use of `remoting`:
-request codes, headers, route/cluster-info parsing, the producer and the pull consumer are all theirs.
+send, the read-back's offsets and pulls), over one shared `remoting` client. Every function here is a thin use of
+`remoting`: request codes, headers, route/cluster-info parsing, the producer and the pull consumer are all theirs.
 
 Functions that poll (`runtime_info_quick`) never raise: a broker that does not answer in time gives None."""
 from __future__ import annotations
@@ -137,6 +137,12 @@ def wait_probe_send_ok(namesrv: str, topic: str, deadline: float) -> None:
             time.sleep(POLL_S)
     finally:
         producer.close()
+
+
+def queue_offset(addr: str, topic: str, queue_id: int, which: str) -> int:
+    """GET_MIN_OFFSET (`which="min"`) or GET_MAX_OFFSET (`"max"`) of one queue; raises the remoting error."""
+    a = admin()
+    return (a.get_min_offset if which == "min" else a.get_max_offset)(addr, topic, queue_id)
 
 
 def read_queue(addr: str, topic: str, queue_id: int) -> Iterator[Any]:

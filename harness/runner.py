@@ -21,11 +21,15 @@ from typing import Any
 
 from harness.faultdriver import FaultDriver
 from harness.progress import RunProgress
+from harness.readback import describe, incomplete_queues
 from harness.rundir import RunDir
 from harness.scenario import Scenario
 from harness.timeline import Clock, build_timeline
 
 EXIT_UNKNOWN = 2
+READBACK_END_QUEUE_KEYS = ("node", "broker", "queue_id", "status", "read_to", "max_offset", "rows", "error",
+                           "response_code", "remark")
+"""What `readback_end.incomplete` says of each queue not read completely (the whole entry is in queues.json)."""
 STATUS_COMPLETED, STATUS_INTERRUPTED, STATUS_FAILED = "completed", "interrupted", "failed"
 
 
@@ -192,11 +196,21 @@ class Runner:
                      totals={k: v for k, v in (totals or {}).items() if k != "stats"})
 
     def _read_back(self, rd: RunDir, backend: Any, progress: RunProgress) -> None:
+        """Read every queue back; a queue a broker could not serve is recorded in `readback/queues.json`, warned
+        about, and listed in `readback_end` (`incomplete`): the read-back itself still ends."""
         progress.step("read-back: pulling every queue from master and slave")
         rd.event("readback_start")
-        counts = backend.read_back(self.scenario.readback.timeout)
-        rd.event("readback_end", rows=sum(counts.values()), nodes=counts)
-        progress.step(f"read-back: {', '.join(f'{k} {v}' for k, v in counts.items())} messages")
+        try:
+            counts = backend.read_back(self.scenario.readback.timeout)
+        finally:
+            incomplete = incomplete_queues(rd.layout.readback)
+            for q in incomplete:
+                progress.step(f"read-back: {describe(q)}", "yellow")
+        rd.event("readback_end", rows=sum(counts.values()), nodes=counts,
+                 incomplete=[{k: q[k] for k in READBACK_END_QUEUE_KEYS} for q in incomplete])
+        progress.step(f"read-back: {', '.join(f'{k} {v}' for k, v in counts.items())} messages"
+                      + (f"; {len(incomplete)} queue(s) not read completely" if incomplete else ""),
+                      "yellow" if incomplete else "")
 
     def _wind_down(self, rd: RunDir, backend: Any, stage: _Stage, progress: RunProgress) -> list[str]:
         """Revert every fault, stop the load and collectors, copy logs, take the cluster down. Each step runs even
