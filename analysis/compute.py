@@ -104,9 +104,11 @@ def _compute(spark: SparkSession, runs: Sequence[RunDir], frames: Frames, enrich
     step("loss check")
     totals = _totals(counts)
     readback_runs = {r.run_id: r.timeline.readback_nodes for r in runs if r.readback_complete}
-    kf = key_flags(enriched, frames.readback, list(readback_runs)) if readback_runs else None
+    coverage = {r.run_id: r.coverage for r in runs}
+    unread = {rid: coverage[rid].unread for rid in readback_runs if coverage[rid].unread}
+    kf = key_flags(enriched, frames.readback, list(readback_runs), unread=unread) if readback_runs else None
     try:
-        loss = loss_checks(kf, readback_runs, totals, ids)
+        loss = loss_checks(kf, readback_runs, totals, ids, coverage)
         step("fault timings and expectations")
         specs = [FaultSpec((r.run_id, f.fault_id), r.run_id, f) for r in runs for f in r.timeline.faults]
         measured, timings = measure(enriched, kf, runs, t0, loss, specs)

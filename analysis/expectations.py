@@ -19,7 +19,9 @@ from analysis.contract import OUTCOMES
 COUNT_METRICS = ("count", "share", "rate")
 LATENCY_METRICS = ("latency_p50_ms", "latency_p90_ms", "latency_p99_ms", "latency_p999_ms", "latency_max_ms")
 FAULT_METRICS = ("fault_to_first_error_s", "recovery_s")
-LOSS_METRICS = ("lost", "not_on_slave", "duplicated", "recovered", "unexpected")
+LOSS_METRICS = ("lost", "not_on_slave", "duplicated", "recovered", "unexpected", "unseen_master", "unseen_slave")
+"""`unseen_master` / `unseen_slave`: acknowledged sends placed where that node's read-back could not read
+(`readback/queues.json`): judged neither lost nor not_on_slave."""
 METRICS: tuple[str, ...] = COUNT_METRICS + LATENCY_METRICS + FAULT_METRICS + LOSS_METRICS
 BASES = ("intended", "actual")
 
@@ -37,7 +39,7 @@ ALLOWED_FILTERS: dict[str, tuple[str, ...]] = {
     **{m: ROW_FILTERS for m in COUNT_METRICS + LATENCY_METRICS},
     "fault_to_first_error_s": ("fault", "client", "outcome", "response_code", "remark_contains"),
     "recovery_s": ("fault", "client"),
-    **{m: ROW_FILTERS for m in ("lost", "not_on_slave", "duplicated", "recovered")},
+    **{m: ROW_FILTERS for m in ("lost", "not_on_slave", "duplicated", "recovered", "unseen_master", "unseen_slave")},
     "unexpected": (),
 }
 FILTER_KEYS = ROW_FILTERS + ("fault",)
@@ -46,7 +48,7 @@ Metric = Literal[
     "count", "share", "rate",
     "latency_p50_ms", "latency_p90_ms", "latency_p99_ms", "latency_p999_ms", "latency_max_ms",
     "fault_to_first_error_s", "recovery_s",
-    "lost", "not_on_slave", "duplicated", "recovered", "unexpected",
+    "lost", "not_on_slave", "duplicated", "recovered", "unexpected", "unseen_master", "unseen_slave",
 ]
 
 

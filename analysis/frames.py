@@ -28,7 +28,9 @@ ARROW_TO_SPARK: dict[pa.DataType, T.DataType] = {
     pa.float64(): T.DoubleType(),
 }
 REQUEST_COLUMNS = ("run_id", "client", "key", "intended_ns", "start_ns", "end_ns", "latency_ms", "service_ms",
-                   "phase", "outcome", "response_code", "remark")
+                   "phase", "outcome", "response_code", "remark", "broker", "queue_id", "queue_offset")
+"""The request columns the job reads (Parquet prunes the ones a query does not use: the place of a send, broker,
+queue_id and queue_offset, is read only when the loss check has queues that were not read completely)."""
 ENRICHED_COLUMNS = tuple(c for c in REQUEST_COLUMNS if c != "intended_ns")
 
 

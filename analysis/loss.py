@@ -6,16 +6,23 @@ read back from the master but not from the slave; recovered = keys read back fro
 acknowledged (fail/info); duplicated = keys read back more than once from the master; unexpected = read-back keys
 of this run (prefix `<run_id>:`) that no request row has. Keys of other runs found in the topic are `foreign`.
 
+A queue a node could not serve to the end (`readback/queues.json`, `analysis.coverage`) was not seen from its
+`read_to` offset on: an acknowledged send placed there (its request row's broker, queue_id, queue_offset; the
+slave stores a message at the master's queue offset) is `unseen_master` instead of lost, or `unseen_slave` instead
+of not_on_slave, so lost and not_on_slave are measured over the places that were read.
+
 One shuffle does it: request keys and read-back keys are unioned and grouped per key, giving how often each key
 was sent, acknowledged, and read back from each node (`KeyFlags`). To keep that shuffle small, keys travel as a
-64-bit hash (xxhash64) with the five counts packed in one long; a second, independent 32-bit hash of every key
+64-bit hash (xxhash64) with the seven counts packed in one long; a second, independent 32-bit hash of every key
 (murmur3) is compared within each group, and if two different keys ever share a 64-bit hash (about 1e-5 chance
 per 10^7 keys), or a count does not fit its bits, the check is redone on the key strings. Only a pair of keys
 equal in both hashes (about 1e-14 per 10^7 keys) would go unnoticed. Sample keys are looked up from their hashes.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+import functools
+import operator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,11 +32,12 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from analysis import contract as c
+from analysis.coverage import Coverage, UnreadQueue, describe_unread
 
 SAMPLE_KEYS = 10
-CATEGORIES = ("lost", "not_on_slave", "recovered", "duplicated", "unexpected")
-FIELDS = ("sent", "acked", "master_n", "slave_n", "own_n")
-FIELD_BITS = 12
+CATEGORIES = ("lost", "not_on_slave", "recovered", "duplicated", "unexpected", "unseen_master", "unseen_slave")
+FIELDS = ("sent", "acked", "master_n", "slave_n", "own_n", "unseen_m", "unseen_s")
+FIELD_BITS = 9  # 7 fields in 63 bits; a key with more rows than FIELD_MAX goes to the exact fallback
 FIELD_MAX = (1 << FIELD_BITS) - 1
 BYPASS_PARTIAL_AGG = "spark.sql.execution.bypassPartialAggregation"  # Spark >= 4.1; unknown keys are ignored
 
@@ -60,14 +68,34 @@ def _unpacked(packed: Column) -> list[Column]:
 def flags() -> dict[str, Column]:
     """Per key (a `KeyFlags` row, or a request row annotated with its key's counts): its loss categories."""
     sent, acked, on_master = F.col("sent") > 0, F.col("acked") > 0, F.col("master_n") > 0
+    off_slave = F.col("slave_n") == 0
+    unseen_m, unseen_s = F.col("unseen_m") > 0, F.col("unseen_s") > 0
     return {
-        "lost": sent & acked & ~on_master,
-        "not_on_slave": sent & acked & on_master & (F.col("slave_n") == 0),
+        "lost": sent & acked & ~on_master & ~unseen_m,
+        "unseen_master": sent & acked & ~on_master & unseen_m,
+        "not_on_slave": sent & acked & on_master & off_slave & ~unseen_s,
+        "unseen_slave": sent & acked & on_master & off_slave & unseen_s,
         "recovered": sent & ~acked & on_master,
         "duplicated": sent & (F.col("master_n") > 1),
         "unexpected": ~sent & (F.col("own_n") > 0),
         "foreign": ~sent & (F.col("own_n") == 0),
     }
+
+
+def unseen_place(unread: Mapping[str, Sequence[UnreadQueue]] | None, node: str) -> Column:
+    """True for a request row (`run_id, broker, queue_id, queue_offset`) placed where `node` was not read: at or past
+    `read_to` of one of its queues that was not read completely (`unread`: run -> those queues)."""
+    conds = []
+    for run, queues in (unread or {}).items():
+        for q in queues:
+            if q.node != node:
+                continue
+            cond = ((F.col("run_id") == F.lit(run)) & (F.col("queue_id") == F.lit(q.queue_id))
+                    & (F.col("queue_offset") >= F.lit(q.read_to)))
+            if q.broker is not None:
+                cond = cond & (F.col("broker") == F.lit(q.broker))
+            conds.append(cond)
+    return F.coalesce(functools.reduce(operator.or_, conds), F.lit(False)) if conds else F.lit(False)
 
 
 def run_index(runs: Sequence[str]) -> Column:
@@ -99,7 +127,8 @@ class KeyFlags:
 
     def annotate(self, requests: DataFrame) -> DataFrame:
         """Request rows with their key's counts (for loss metrics over filtered rows)."""
-        counts = self.df.where(F.col("sent") > 0).select("run", "id", "master_n", "slave_n", "own_n")
+        counts = self.df.where(F.col("sent") > 0).select("run", "id", "master_n", "slave_n", "own_n", "unseen_m",
+                                                          "unseen_s")
         return (requests.withColumn("run", self.run_index()).withColumn("id", self.key_id())
                 .join(counts, ["run", "id"], "left")
                 .withColumn("sent", F.lit(1)).withColumn("acked", (F.col("cls") == c.OK).cast("long")))
@@ -132,13 +161,16 @@ class KeyFlags:
 
 
 def key_flags(requests: DataFrame, readback: DataFrame, runs: Sequence[str], hash_fn: KeyHash = key_hash,
-              check_fn: KeyHash = check_hash) -> KeyFlags:
-    """Per-key counts of `runs` (requests need `run_id, key, cls`; read-back `run_id, node, key`). Hashed, with
-    the exact fallback described in the module docstring (`hash_fn`/`check_fn` exist for testing it)."""
+              check_fn: KeyHash = check_hash, unread: Mapping[str, Sequence[UnreadQueue]] | None = None) -> KeyFlags:
+    """Per-key counts of `runs` (requests need `run_id, key, cls`, and `broker, queue_id, queue_offset` when
+    `unread` names queues; read-back `run_id, node, key`). `unread`: run -> its queues not read completely. Hashed,
+    with the exact fallback described in the module docstring (`hash_fn`/`check_fn` exist for testing it)."""
     runs = list(runs)
     run_idx, own = run_index(runs), F.col("key").startswith(F.concat(F.col("run_id"), F.lit(":")))
     sent = requests.where(F.col("run_id").isin(runs)).select(
-        run_idx.alias("run"), F.col("key"), _pack(sent=F.lit(1), acked=F.col("cls") == c.OK).alias("p"))
+        run_idx.alias("run"), F.col("key"),
+        _pack(sent=F.lit(1), acked=F.col("cls") == c.OK, unseen_m=unseen_place(unread, "master"),
+              unseen_s=unseen_place(unread, "slave")).alias("p"))
     read = readback.where(F.col("key").isNotNull() & F.col("run_id").isin(runs)).select(
         run_idx.alias("run"), F.col("key"),
         _pack(master_n=F.col("node") == "master", slave_n=F.col("node") == "slave", own_n=own).alias("p"))
@@ -176,9 +208,14 @@ def sql_conf(spark: SparkSession, key: str, value: str) -> Iterator[None]:
             spark.conf.set(key, old)
 
 
+SLAVE_METRICS = ("not_on_slave", "unseen_slave")
+"""Loss metrics about the slave (the others are about the master)."""
+
+
 @dataclass
 class LossCheck:
-    """The loss check of one run. Category counts are None when the run has no complete read-back."""
+    """The loss check of one run. Category counts are None when the run has no complete read-back (the slave's
+    when the slave was not read). `unread`: the queues not read completely (their places are not judged)."""
 
     run_id: str
     measured: bool
@@ -186,17 +223,29 @@ class LossCheck:
     counts: dict[str, int | None] = field(default_factory=dict)
     samples: dict[str, list[str]] = field(default_factory=dict)
     note: str | None = None
+    unread: list[UnreadQueue] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {"measured": self.measured, "slave_read": self.slave_read, **self.counts,
-                "samples": self.samples, "note": self.note}
+                "samples": self.samples, "note": self.note, "unread": [q.to_json() for q in self.unread]}
+
+    def metric_note(self, metric: str) -> str | None:
+        """What a measured loss metric could not see: the unread places of the node it is about."""
+        node, unseen = ("slave", "unseen_slave") if metric in SLAVE_METRICS else ("master", "unseen_master")
+        queues = [q for q in self.unread if q.node == node]
+        if not queues:
+            return None
+        return (f"measured over what was read; {describe_unread(queues)}; {unseen} {self.counts.get(unseen)} "
+                "(acknowledged sends placed there in the run, not judged)")
 
 
 def loss_checks(kf: KeyFlags | None, readback_runs: dict[str, list[str] | None],
-                totals: dict[str, dict[str, int]], all_runs: Sequence[str]) -> dict[str, LossCheck]:
+                totals: dict[str, dict[str, int]], all_runs: Sequence[str],
+                coverage: Mapping[str, Coverage] | None = None) -> dict[str, LossCheck]:
     """Loss check of every run. `readback_runs`: runs with a complete read-back -> the nodes read (None: infer
-    from the rows); `totals`: run -> attempted / acknowledged / send_ok counted from the request rows.
-    `read_master`/`read_slave` count the read-back rows that carry a key."""
+    from the rows); `totals`: run -> attempted / acknowledged / send_ok counted from the request rows; `coverage`:
+    run -> its read-back coverage (absent: every queue read). A node of which no queue could be read counts as not
+    read. `read_master`/`read_slave` count the read-back rows that carry a key."""
     f = flags()
     by_run: dict[str, dict[str, Any]] = {}
     samples: dict[str, dict[str, list[str]]] = {}
@@ -209,19 +258,31 @@ def loss_checks(kf: KeyFlags | None, readback_runs: dict[str, list[str] | None],
     out = {}
     for run in all_runs:
         t = totals.get(run, {})
+        cov = (coverage or {}).get(run) or Coverage()
         counts: dict[str, int | None] = {k: int(t.get(k) or 0) for k in ("attempted", "acknowledged", "send_ok")}
-        if run not in readback_runs:
+        not_read = cov.nodes_not_read
+        if run not in readback_runs or "master" in not_read:
             counts.update(dict.fromkeys((*CATEGORIES, "foreign", "read_master", "read_slave")))
-            out[run] = LossCheck(run, False, False, counts, note="no complete read-back: loss check not measured")
+            note = (f"{cov.node_note('master')}: loss check not measured" if run in readback_runs
+                    else "no complete read-back: loss check not measured")
+            out[run] = LossCheck(run, False, False, counts, note=note, unread=cov.unread)
             continue
         declared, base = readback_runs[run], by_run.get(run, {})
         read = {n: int(base.get(n) or 0) for n in ("master", "slave")}
         slave_read = ("slave" in declared) if declared is not None else read["slave"] > 0
+        slave_read = slave_read and "slave" not in not_read
         counts.update({k: int(base.get(k) or 0) for k in (*CATEGORIES, "foreign")})
         counts.update(read_master=read["master"], read_slave=read["slave"] if slave_read else None)
+        notes = []
         if not slave_read:
-            counts["not_on_slave"] = None
+            counts.update(not_on_slave=None, unseen_slave=None)
+            why = cov.node_note("slave") if "slave" in not_read else "the slave was not read back"
+            notes.append(f"{why}: not_on_slave unknown")
+        partly = [q for q in cov.unread if q.node not in not_read]
+        if partly:
+            seen = ", ".join(f"{k} {counts[k]}" for k in ("unseen_master", "unseen_slave") if counts[k] is not None)
+            notes.append(f"measured over the places that were read; {describe_unread(partly)}; acknowledged sends "
+                         f"placed there are not judged ({seen})")
         smp = {k: v for k, v in samples.get(run, {}).items() if counts.get(k) is not None}
-        out[run] = LossCheck(run, True, slave_read, counts, smp,
-                             note=None if slave_read else "the slave was not read back: not_on_slave unknown")
+        out[run] = LossCheck(run, True, slave_read, counts, smp, note="; ".join(notes) or None, unread=cov.unread)
     return out

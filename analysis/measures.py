@@ -6,7 +6,9 @@ Rules (architecture §6 and §8):
 - `count` and `rate` need every row of their window: unknown when request parts were skipped, when the phase
   (or, without a phase, the run) did not complete, or when the window's times are not in events.jsonl.
 - `share` and latency percentiles are measured over the rows there are; unknown when no row matches.
-- loss metrics need a complete read-back (`not_on_slave` also the slave's); `unexpected` also every request part.
+- loss metrics need a complete read-back (`not_on_slave`, `unseen_slave` also the slave's); `unexpected` also
+  every request part. A node of which no queue could be read counts as not read; one read in part gives a value
+  over what was read, with a note naming the queues it could not see (`LossCheck.metric_note`).
 - fault metrics need the fault's verify (first error) or revert (recovery); `inf` in an incomplete run is unknown.
 """
 from __future__ import annotations
@@ -21,12 +23,12 @@ from pyspark.sql import functions as F
 from analysis import contract as c
 from analysis.expectations import FAULT_METRICS, LATENCY_METRICS, LATENCY_QUANTILE, LOSS_METRICS, Expectation
 from analysis.fault_timing import FaultSpec, FaultTiming, fault_timings, first_error_exprs
-from analysis.loss import KeyFlags, LossCheck, flags
+from analysis.loss import SLAVE_METRICS, KeyFlags, LossCheck, flags
 from analysis.rundir import RunDir
 from analysis.stats import BASIS_COLUMNS, micros, nearest_rank
 from analysis.timeline import NS
 
-ROW_LOSS_METRICS = ("lost", "not_on_slave", "duplicated", "recovered")
+ROW_LOSS_METRICS = ("lost", "not_on_slave", "duplicated", "recovered", "unseen_master", "unseen_slave")
 
 
 @dataclass
@@ -120,9 +122,9 @@ def _row_value(e: Expectation, w: Window, row: dict, tag: str, loss: LossCheck) 
         v = row.get(f"{tag}_v")
         return Measurement(float(v), None, n) if v is not None else Measurement(None, "no sends match the filters", 0)
     # loss metrics over filtered rows
-    if not loss.measured or (e.metric == "not_on_slave" and not loss.slave_read):
+    if not loss.measured or (e.metric in SLAVE_METRICS and not loss.slave_read):
         return Measurement(None, loss.note, n)
-    return Measurement(float(row.get(f"{tag}_v") or 0), None, n)
+    return Measurement(float(row.get(f"{tag}_v") or 0), loss.metric_note(e.metric), n)
 
 
 def _latency_percentiles(df: DataFrame, items: list[tuple[str, Expectation, Window]]) -> dict[str, float]:
@@ -234,4 +236,4 @@ def _loss_value(e: Expectation, run: RunDir, loss: LossCheck) -> Measurement:
     if e.metric == "unexpected" and not run.requests_complete:
         return Measurement(None, "request part files were skipped: read-back keys may lack their request row")
     value = loss.counts.get(e.metric)
-    return Measurement(None, loss.note) if value is None else Measurement(float(value))
+    return Measurement(None, loss.note) if value is None else Measurement(float(value), loss.metric_note(e.metric))

@@ -3,6 +3,7 @@
 Pure Python, run before Spark starts, so bad input fails fast with a one-line `RunDirError` and nothing written.
 What an interrupted run leaves behind is accepted and noted in `warnings`: a half-written last line of
 `events.jsonl`, a part file without a valid Parquet footer (skipped), no `readback/`, no `report/`.
+`readback/queues.json` (read-back coverage) is optional: without it every queue counts as read completely.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import pyarrow.parquet as pq
 import yaml
 
 from analysis import contract as c
+from analysis.coverage import Coverage, describe_unread
 from analysis.errors import RunDirError
 from analysis.expectations import Expectation, parse_expectations
 from analysis.timeline import Timeline, build_timeline
@@ -42,6 +44,7 @@ class RunDir:
     parts: dict[str, list[Path]]  # "requests" | "metrics" | "readback" -> valid part files
     skipped: dict[str, list[str]] = field(default_factory=dict)  # same keys -> "file: reason"
     warnings: list[str] = field(default_factory=list)
+    coverage: Coverage = field(default_factory=Coverage)  # readback/queues.json (absent: every queue read)
 
     @property
     def path(self) -> Path:
@@ -97,10 +100,22 @@ def open_run_dir(path: str | Path) -> RunDir:
         warnings.append("readback/: no read-back rows: the loss check is unknown")
     elif timeline.readback_started and not timeline.readback_ended:
         warnings.append("events.jsonl: readback_start without readback_end: the loss check is unknown")
+    coverage = _read_coverage(layout, warnings)
     return RunDir(layout=layout, run_id=run_id, scenario_name=str(scenario.get("name") or run_id),
                   scenario_text=text, expectations=expectations, phases=phases,
                   cluster=_read_cluster(layout, warnings), timeline=timeline, parts=parts, skipped=skipped,
-                  warnings=warnings)
+                  warnings=warnings, coverage=coverage)
+
+
+def _read_coverage(layout: c.RunLayout, warnings: list[str]) -> Coverage:
+    try:
+        coverage = Coverage.of(c.read_readback_queues(layout.readback_queues))
+    except ValueError as err:
+        raise RunDirError(str(err)) from None
+    if coverage.unread:
+        warnings.append(f"readback/{c.READBACK_QUEUES_FILE}: {describe_unread(coverage.unread)}: acknowledged "
+                        "sends placed there are counted as unseen, not as lost or not on the slave")
+    return coverage
 
 
 def _read_scenario(layout: c.RunLayout, warnings: list[str]) -> tuple[dict[str, Any], str | None]:

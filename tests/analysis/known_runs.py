@@ -8,6 +8,9 @@ from the read-back, when the first error completes, which second after the rever
 - `clean_run`: no fault, every send SEND_OK and read back from both nodes: the loss check finds nothing.
 - `interrupted_run`: killed in its second phase: half a line at the end of events.jsonl, a truncated part file,
   no read-back, no run_end.
+- `partial_readback_run`: the slave could serve its queue 2 only up to offset 60 (PULL_MESSAGE code 1, the 4.9.1
+  IndexOutOfBoundsException) and the master its queue 3 up to 90; `readback/queues.json` says so (or is left out:
+  the same directory as a run made before that file existed; or says the slave could not be read at all).
 """
 from __future__ import annotations
 
@@ -49,6 +52,7 @@ class RunBuilder:
         self.requests: list[dict[str, Any]] = []
         self.readback: list[dict[str, Any]] = []
         self.metrics: list[dict[str, Any]] = []
+        self.coverage: list[dict[str, Any]] | None = None  # readback/queues.json entries; None: no such file
         self.answers = Answers()
 
     @staticmethod
@@ -65,7 +69,7 @@ class RunBuilder:
 
     def send(self, *, worker: str, seq: int, start_ms: float, service_ms: float, outcome: str, phase: str,
              client: str = "flood", queue_ms: float = 0.5, response_code: int | None = None,
-             remark: str | None = None) -> str:
+             remark: str | None = None, place: tuple[int, int] | None = None) -> str:
         key = f"{self.run_id}:{worker}:{seq}"
         start = self.at(start_ms)
         intended = start - int(round(queue_ms * MS))
@@ -75,7 +79,8 @@ class RunBuilder:
             "msg_id": f"MSG{len(self.requests):08d}", "intended_ns": intended, "start_ns": start, "end_ns": end,
             "latency_ms": (end - intended) / MS, "service_ms": (end - start) / MS, "phase": phase,
             "outcome": outcome, "response_code": response_code, "remark": remark, "broker": "broker-a",
-            "queue_id": seq % 4, "queue_offset": seq, "attempts": 1 if c.outcome_class(outcome) == c.OK else 3,
+            "queue_id": place[0] if place else seq % 4, "queue_offset": place[1] if place else seq,
+            "attempts": 1 if c.outcome_class(outcome) == c.OK else 3,
         })
         return key
 
@@ -103,7 +108,9 @@ class RunBuilder:
             size = max(1, -(-len(rows) // parts))
             for i in range(0, len(rows), size):
                 c.write_part(rows[i:i + size], d, worker, schema)
-        if not self.readback:
+        if self.coverage is not None:
+            c.write_readback_queues(self.layout.readback_queues, self.run_id, "chaos", self.coverage)
+        elif not self.readback:
             shutil.rmtree(self.layout.readback, ignore_errors=True)
         return self.layout.root
 
@@ -332,3 +339,78 @@ def interrupted_run(root: Path, run_id: str = "cut-run") -> tuple[Path, Answers]
     whole.write_bytes(data[: len(data) // 2])  # a writer that did not rename atomically, killed mid-write
     b.answers.numbers = {"attempted_readable": 1300, "truncated_part": whole.name}
     return path, b.answers
+
+
+IOOBE = "java.lang.IndexOutOfBoundsException"
+PARTIAL_EXPECT = [
+    {"name": "lost", "metric": "lost", "max": 3},
+    {"name": "not-on-slave", "metric": "not_on_slave", "max": 3},
+    {"name": "not-on-slave-steady", "phase": "steady", "metric": "not_on_slave", "max": 3},
+    {"name": "unseen-slave", "metric": "unseen_slave", "max": 39},
+    {"name": "unseen-master", "metric": "unseen_master", "max": 10},
+]
+SLAVE_READ_TO, MASTER_READ_TO = 60, 90
+
+
+def _queue(node: str, q: int, n: int, read_to: int | None = None, unreadable: bool = False) -> dict[str, Any]:
+    """A coverage entry of `readback/queues.json`: complete, partial (read to `read_to`) or unreadable."""
+    entry = {"node": node, "broker": "broker-a", "queue_id": q, "min_offset": 0, "max_offset": n,
+             "offsets_error": None, "read_to": n, "rows": n, "status": c.QUEUE_COMPLETE, "error": None,
+             "response_code": None, "remark": None}
+    if unreadable:
+        entry.update(read_to=0, rows=0, status=c.QUEUE_UNREADABLE, error="MQBrokerException", response_code=1,
+                     remark=IOOBE)
+    elif read_to is not None:
+        entry.update(read_to=read_to, rows=read_to, status=c.QUEUE_PARTIAL, error="MQBrokerException",
+                     response_code=1, remark=IOOBE)
+    return entry
+
+
+def partial_readback_run(root: Path, run_id: str = "partial-run", coverage: str = "partial") -> tuple[Path, Answers]:
+    """400 acknowledged sends, seq i placed at queue i % 4, offset i // 4 (100 per queue). The master lacks 3 keys
+    (seq 5, 9, 322); the slave lacks 3 more (seq 42, 120, 283). The slave's queue 2 was read up to offset 60 only,
+    the master's queue 3 up to offset 90 (those keys are on the slave). `coverage`: "partial" (queues.json says so),
+    "none" (no queues.json: as a run made before it existed), "slave-unreadable" / "master-unreadable" (no queue of
+    that node could be read, no rows from it; the other node read whole)."""
+    b = RunBuilder(root, run_id)
+    a = b.answers
+    keys = {i: b.send(worker="w1", seq=i, start_ms=i * 10, service_ms=1.0, outcome=c.SEND_OK, phase="steady",
+                      response_code=0, place=(i % 4, i // 4)) for i in range(400)}
+    not_on_master, not_on_slave = {5, 9, 322}, {42, 120, 283}
+    partly = coverage in ("partial", "none")
+    unseen_master = {i for i in keys if i % 4 == 3 and i // 4 >= MASTER_READ_TO} if partly else set()
+    unseen_slave = {i for i in keys if i % 4 == 2 and i // 4 >= SLAVE_READ_TO} if partly else set()
+    for i, k in keys.items():
+        if coverage != "master-unreadable" and i not in not_on_master and i not in unseen_master:
+            b.read("master", k)
+        if coverage != "slave-unreadable" and i not in not_on_slave and i not in unseen_slave:
+            b.read("slave", k)
+    b.readback.sort(key=lambda r: (r["node"], r["key"]))
+    if coverage == "partial":
+        b.coverage = [_queue("master", q, 100, MASTER_READ_TO if q == 3 else None) for q in range(4)] + [
+            _queue("slave", q, 100, SLAVE_READ_TO if q == 2 else None) for q in range(4)]
+        a.lost = {keys[i] for i in not_on_master}
+        a.not_on_slave = {keys[i] for i in not_on_slave}
+        a.numbers = {"unseen_master": {keys[i] for i in unseen_master},
+                     "unseen_slave": {keys[i] for i in unseen_slave - not_on_master}}
+    elif coverage in ("slave-unreadable", "master-unreadable"):
+        gone = coverage.split("-")[0]
+        b.coverage = [_queue(n, q, 100, unreadable=n == gone) for n in ("master", "slave") for q in range(4)]
+        a.lost = {keys[i] for i in not_on_master} if gone == "slave" else set()
+    else:  # what the job found before the coverage file existed: every unread place judged
+        a.lost = {keys[i] for i in not_on_master | unseen_master}
+        a.not_on_slave = {keys[i] for i in (not_on_slave | unseen_slave) - not_on_master}
+    nodes = {"master": sum(r["node"] == "master" for r in b.readback),
+             "slave": sum(r["node"] == "slave" for r in b.readback)}
+    b.event(-5000, "run_start", run_id=run_id, scenario=run_id)
+    b.event(0, "load_start", model="open", rate=100)
+    b.event(0, "phase_start", phase="steady", index=0, duration_s=4, rate=100)
+    b.event(4000, "phase_end", phase="steady", index=0)
+    b.event(4000, "load_stop", model="open", rate=100)
+    b.event(5000, "readback_start")
+    b.event(9000, "readback_end", rows=len(b.readback), nodes=nodes, incomplete=[
+        e for e in b.coverage or [] if e["status"] != c.QUEUE_COMPLETE])
+    b.event(10_000, "run_end", run_id=run_id, status="completed", error=None)
+    scenario = {"name": "partial-readback", "phases": [{"name": "steady", "duration_s": 4}],
+                "expect": PARTIAL_EXPECT}
+    return b.write(scenario, _cluster(268435456)), a

@@ -120,7 +120,7 @@ def test_cli_refuses_bad_input_with_one_line_and_writes_nothing(tmp_path):
     assert lines == [f"rmq-chaos report: error: {path / 'scenario.yaml'}: expect[0].metric: metric 'loss' is not "
                      f"one of: count, share, rate, latency_p50_ms, latency_p90_ms, latency_p99_ms, latency_p999_ms, "
                      f"latency_max_ms, fault_to_first_error_s, recovery_s, lost, not_on_slave, duplicated, "
-                     f"recovered, unexpected"]
+                     f"recovered, unexpected, unseen_master, unseen_slave"]
     assert sorted(p.name for p in tmp_path.rglob("*")) == before  # no report/, no temp dir
 
 
