@@ -197,7 +197,9 @@ class Runner:
 
     def _read_back(self, rd: RunDir, backend: Any, progress: RunProgress) -> None:
         """Read every queue back; a queue a broker could not serve is recorded in `readback/queues.json`, warned
-        about, and listed in `readback_end` (`incomplete`): the read-back itself still ends."""
+        about, and listed in `readback_end` (`incomplete`): the read-back itself still ends. A node whose queues
+        could not be read because its process died on its own fails the run after `readback_end` (the failure
+        handler names it with a `node_exit` event)."""
         progress.step("read-back: pulling every queue from master and slave")
         rd.event("readback_start")
         try:
@@ -211,6 +213,11 @@ class Runner:
         progress.step(f"read-back: {', '.join(f'{k} {v}' for k, v in counts.items())} messages"
                       + (f"; {len(incomplete)} queue(s) not read completely" if incomplete else ""),
                       "yellow" if incomplete else "")
+        nodes = getattr(backend, "nodes", {})
+        dead = sorted(n for n in {q["node"] for q in incomplete} if n in nodes and _exited(nodes[n]))
+        if dead:
+            first = next(q for q in incomplete if q["node"] == dead[0])
+            raise RuntimeError(f"read-back: {', '.join(dead)} not running ({first['error']}: {first['remark']})")
 
     def _wind_down(self, rd: RunDir, backend: Any, stage: _Stage, progress: RunProgress) -> list[str]:
         """Revert every fault, stop the load and collectors, copy logs, take the cluster down. Each step runs even
@@ -306,6 +313,14 @@ def _summary(report: Any) -> str:
     if report.failed:
         text += f"; {len(report.failed)} failed: {report.failed[0].get('error')}"
     return text
+
+
+def _exited(node: Any) -> bool:
+    """The node's process ended other than through the harness's stop (never raises)."""
+    try:
+        return bool(node.exit_status())
+    except Exception:  # noqa: BLE001 - a diagnostic must not hide the run's own error
+        return False
 
 
 def _node_exits(rd: RunDir, backend: Any) -> list[str]:

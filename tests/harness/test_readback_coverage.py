@@ -167,28 +167,41 @@ def test_a_timeout_still_writes_the_coverage_read_so_far(tmp_path, servers):
     assert len(rows_of(tmp_path, "master")) == 3
 
 
+class _Node:
+    def __init__(self, status: str | None) -> None:
+        self.status = status
+
+    def exit_status(self) -> str | None:
+        return self.status
+
+
 class _Backend:
     """Stands in for the local backend's `read_back`: the real `read_back` against a scripted broker."""
 
-    def __init__(self, rd, sources: list[ReadbackSource]) -> None:
-        self.rd, self.sources = rd, sources
+    def __init__(self, rd, sources: list[ReadbackSource], nodes: dict | None = None) -> None:
+        self.rd, self.sources, self.nodes = rd, sources, nodes or {}
 
     def read_back(self, timeout_s: float) -> dict[str, int]:
         return read_back(self.rd.run_id, TOPIC, 2, self.sources, brokerclient.read_queue, self.rd.layout.readback,
                          timeout_s)
 
 
-def test_the_runner_warns_per_queue_and_still_ends_the_read_back(tmp_path, servers):
-    from rich.console import Console
-
-    from harness.progress import RunProgress
+def _run(tmp_path):
     from harness.rundir import RunDir
-    from harness.runner import Runner
     from harness.scenario import Scenario
 
     scenario = Scenario.model_validate({"name": "rb", "load": {"model": "open", "rate": 10, "clients": [
         {"name": "flood", "users": 1}]}, "phases": [{"name": "a", "duration": "1s"}]})
-    rd = RunDir.create(tmp_path, scenario)
+    return scenario, RunDir.create(tmp_path, scenario)
+
+
+def test_the_runner_warns_per_queue_and_still_ends_the_read_back(tmp_path, servers):
+    from rich.console import Console
+
+    from harness.progress import RunProgress
+    from harness.runner import Runner
+
+    scenario, rd = _run(tmp_path)
     master = servers(broker({0: 3, 1: 2}))
     slave = servers(broker({0: 3, 1: 40}, pull_fails_at={1: 32}))
     backend = _Backend(rd, [ReadbackSource("master", "broker-a", master.addr),
@@ -205,3 +218,27 @@ def test_the_runner_warns_per_queue_and_still_ends_the_read_back(tmp_path, serve
     assert (f"read-back: slave queue 1 partial: read to offset 32 of 40 (32 rows); MQBrokerException code 1: "
             f"{IOOBE}") in text
     assert "master 5, slave 35 messages; 1 queue(s) not read completely" in text
+
+
+def test_a_node_that_died_fails_the_run_after_readback_end(tmp_path, servers):
+    """Unreadable because its process died on its own (not stopped by the harness): the read-back ends and is
+    recorded, then the run fails as it did when the read-back raised (the failure handler adds node_exit)."""
+    from rich.console import Console
+
+    from harness.progress import RunProgress
+    from harness.runner import Runner
+
+    scenario, rd = _run(tmp_path)
+    slave = servers(broker({0: 3, 1: 2}))
+    down = f"127.0.0.1:{free_port()}"
+    sources = [ReadbackSource("master", "broker-a", down), ReadbackSource("slave", "broker-a", slave.addr)]
+    progress = RunProgress(rd.run_id, 1.0, console=Console(record=True, width=200, force_terminal=False))
+    stopped = _Backend(rd, sources, nodes={"master": _Node(None), "slave": _Node(None)})
+    Runner(scenario, tmp_path)._read_back(rd, stopped, progress)  # stopped by the harness (a fault): no failure
+    died = _Backend(rd, sources, nodes={"master": _Node("killed by SIGBUS"), "slave": _Node(None)})
+    with pytest.raises(RuntimeError, match=f"read-back: master not running \\(RemotingConnectException: connect to "
+                                           f"{down} failed\\)"):
+        Runner(scenario, tmp_path)._read_back(rd, died, progress)
+    ends = [e for e in rd.events() if e["event"] == "readback_end"]
+    assert len(ends) == 2 and ends[1]["nodes"] == {"master": 0, "slave": 5}
+    assert [(q["node"], q["status"]) for q in ends[1]["incomplete"]] == [("master", "unreadable")] * 2
