@@ -8,7 +8,7 @@ import signal
 import sys
 import threading
 
-from emulator import logs
+from emulator import logs, safepoint
 from emulator.allocator import exec_jvm_like, pretouch_heap
 from emulator.config.broker_config import BrokerConfig, ConfigError
 from emulator.controller import BrokerController
@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as e:
         print(f"rmq-broker: cannot read {args.config}: {e.strerror}", file=sys.stderr)
         return 2
-    logs.setup((logs.BROKER, logs.STORE))
+    safepoint.open_log(logs.setup((logs.BROKER, logs.STORE)))
     for key, value in config.unknown.items():
         logs.broker_log.warning("unknown property %s=%s ignored (not a RocketMQ %s broker property)", key, value,
                                 profile.release)

@@ -16,6 +16,7 @@ from emulator.processors.admin import AdminProcessor
 from emulator.processors.context import BrokerContext
 from emulator.processors.pull import PullMessageProcessor
 from emulator.processors.send import SendMessageProcessor
+from emulator.safepoint import VMThread
 from emulator.server import RemotingServer
 from emulator.store.message_store import MessageStore
 from emulator.topics import TopicConfigManager
@@ -50,6 +51,7 @@ class BrokerController:
         self.master_addr: str | None = None
         self._stopped = threading.Event()
         self.fast_failure: BrokerFastFailure | None = None
+        self.vm_thread = VMThread()
 
     def start(self) -> None:
         config = self.config
@@ -80,6 +82,7 @@ class BrokerController:
             "send": (send, "waitTimeMillsInSendQueue"), "pull": (pull, "waitTimeMillsInPullQueue"),
             "heartbeat": (heartbeat, "waitTimeMillsInHeartbeatQueue")})
         self.fast_failure.start()
+        self.vm_thread.start()
         self.register_all()
         threading.Thread(target=self._register_loop, name="BrokerControllerScheduledThread", daemon=True).start()
         if config.is_slave:
@@ -87,6 +90,7 @@ class BrokerController:
 
     def shutdown(self) -> None:
         self._stopped.set()
+        self.vm_thread.shutdown()
         if self.fast_failure is not None:
             self.fast_failure.shutdown()
         self.server.shutdown()

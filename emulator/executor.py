@@ -9,6 +9,7 @@ from collections import deque
 from collections.abc import Callable
 
 from emulator.logs import broker_log
+from emulator.safepoint import VM_STATE
 
 
 class RejectedExecution(Exception):
@@ -92,7 +93,9 @@ class BoundedExecutor:
                 if self._stopped:
                     return
                 task = queue.popleft()
+            VM_STATE.poll()
             try:
                 task.run()
             except Exception:
                 broker_log.exception("process request exception")
+            VM_STATE.poll()

@@ -8,6 +8,7 @@ import time
 
 from emulator.config.broker_config import BrokerConfig
 from emulator.executor import BoundedExecutor
+from emulator.safepoint import VM_STATE
 from emulator.store.message_store import MessageStore
 from remoting.codes import ResponseCode
 
@@ -31,6 +32,7 @@ class BrokerFastFailure(threading.Thread):
             return
         next_at = time.monotonic()
         while not self._stopped.is_set():
+            VM_STATE.poll()
             if self.config.get_bool("brokerFastFailureEnable"):
                 self.clean_expired_request()
             next_at += PERIOD_S

@@ -1,14 +1,17 @@
 """A memory footprint shaped like the broker JVM's: `HEAP_OPTS` / `JAVA_OPT_EXT` (`-Xms`, `-Xmx`, `-Xmn`, as the
 official image passes them) size an anonymous heap that is touched at start (AlwaysPreTouch) and an eden inside it
 that every request's body is copied into, slot after slot. Under a memory cgroup limit these pages are swapped out
-and faulted back in by the request threads, one thread at a time, as a JVM's are (the copy releases the GIL)."""
+and faulted back in by the request threads, one thread at a time, as a JVM's are (the copy releases the GIL).
+A full eden is a young collection: a safepoint operation (`emulator.safepoint`) that waits for every copy in
+progress, as G1's `G1CollectForAllocation` does."""
 from __future__ import annotations
 
 import os
 import re
 
 from emulator.logs import broker_log
-from emulator.store.native import Mapping, memmove, memset
+from emulator.safepoint import VM_STATE
+from emulator.store.native import Mapping, memset
 
 ENV_KEYS = ("HEAP_OPTS", "JAVA_OPT_EXT")
 DEFAULT_OPTS = "-Xms128m -Xmx128m -Xmn64m"
@@ -43,12 +46,14 @@ class JvmMemory:
                         self.eden_size)
 
     def allocate(self, data: bytes) -> None:
-        """Copy `data` into the next eden slot (a young-generation allocation), wrapping at the end of eden."""
+        """Copy `data` into the next eden slot (a young-generation allocation); a full eden is collected first (a
+        safepoint operation) and filling starts again at its beginning."""
         n = len(data)
         if n == 0 or n > self.eden_size:
             return
         pos = self._pos
         if pos + n > self.eden_size:
+            VM_STATE.synchronize("G1CollectForAllocation")
             pos = 0
         self._pos = pos + n
-        memmove(self.heap.addr + pos, data, n)
+        self.heap.write(pos, data)

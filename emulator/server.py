@@ -2,7 +2,8 @@
 thread per connection (network I/O), requests dispatched by code to a processor and its executor exactly as
 `NettyRemotingAbstract.processRequestCommand` does: `[REJECTREQUEST]` when the processor rejects, `[OVERLOAD]` when
 the executor's queue is full, REQUEST_CODE_NOT_SUPPORTED for unknown codes. Responses are written under a
-per-connection lock by whichever thread completes them."""
+per-connection lock by whichever thread completes them. Decoding a request and writing a response poll for a
+safepoint (`emulator.safepoint`): while one is pending, nothing is dispatched or answered."""
 from __future__ import annotations
 
 import socket
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 
 from emulator.executor import BoundedExecutor, RejectedExecution, RequestTask
 from emulator.logs import broker_log
+from emulator.safepoint import VM_STATE
 from remoting.codec import FrameReader, encode
 from remoting.codes import RPC_TYPE_RESPONSE, ResponseCode
 from remoting.command import RemotingCommand
@@ -46,6 +48,7 @@ class Channel:
         self.send(cmd)
 
     def send(self, cmd: RemotingCommand) -> None:
+        VM_STATE.poll()  # encoding the response is Java code: it waits out a safepoint operation
         data = encode(cmd)
         with self._lock:
             if self.closed:
@@ -139,6 +142,7 @@ class RemotingServer:
                 if not data:
                     break
                 for cmd in reader.feed(data):
+                    VM_STATE.poll()  # the codec thread decodes and dispatches in Java code
                     if not cmd.is_response:
                         self._dispatch(channel, cmd)
         except (OSError, RemotingCommandException) as e:

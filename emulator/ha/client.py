@@ -10,6 +10,7 @@ import threading
 import time
 
 from emulator.logs import store_log
+from emulator.safepoint import VM_STATE
 
 READ_MAX_BUFFER_SIZE = 1024 * 1024 * 4
 SELECT_S = 1.0
@@ -48,6 +49,7 @@ class HAClient(threading.Thread):
     def run(self) -> None:
         store_log.info("HAClient service started")
         while not self._stopped.is_set():
+            VM_STATE.poll()
             try:
                 if not self._connect_master():
                     self._stopped.wait(RECONNECT_WAIT_S)

@@ -10,6 +10,7 @@ import threading
 import time
 
 from emulator.logs import store_log
+from emulator.safepoint import VM_STATE
 
 READ_MAX_BUFFER_SIZE = 1024 * 1024
 SOCKET_BUFFER = 64 * 1024
@@ -59,6 +60,7 @@ class HAConnection:
             while not self._stopped:
                 try:
                     data = self.sock.recv(READ_MAX_BUFFER_SIZE)
+                    VM_STATE.poll()
                     if not data:
                         store_log.error("read socket[%s] < 0", self.client_addr)
                         break
@@ -98,6 +100,7 @@ class HAConnection:
         next_from = -1
         try:
             while not self._stopped:
+                VM_STATE.poll()
                 if self.slave_request_offset == -1:
                     time.sleep(NO_REQUEST_SLEEP_S)
                     continue

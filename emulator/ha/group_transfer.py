@@ -8,6 +8,7 @@ import threading
 import time
 
 from emulator.logs import store_log
+from emulator.safepoint import VM_STATE
 from emulator.store.flush import GroupCommitRequest
 
 WAIT_FOR_RUNNING_S = 0.010
@@ -47,6 +48,7 @@ class GroupTransferService(threading.Thread):
         while not self.stopped:
             self.wake.wait(WAIT_FOR_RUNNING_S)
             self.wake.clear()
+            VM_STATE.poll()
             with self._lock:
                 requests, self._write = self._write, []
             for req in requests:

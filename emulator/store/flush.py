@@ -9,6 +9,7 @@ import time
 
 from emulator.config.broker_config import BrokerConfig
 from emulator.logs import store_log
+from emulator.safepoint import VM_STATE
 from emulator.store.completion import Completion
 from emulator.store.mapped_file_queue import MappedFileQueue
 
@@ -151,6 +152,7 @@ class CommitRealTimeService(_Service):
         while not self.stopped:
             self.wake.wait(self.config.get_int("commitIntervalCommitLog") / 1000.0)
             self.wake.clear()
+            VM_STATE.poll()
             try:
                 for mf in list(self.queue.files):
                     if mf.write_buffer is None:

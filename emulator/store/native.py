@@ -1,13 +1,18 @@
 """Foreign calls that release the GIL while the kernel works, so a page fault that blocks (frozen, throttled, swapped
 out, read-only store) stops only the thread that touched the page, as in the JVM: `memmove` into a mapping, and
 `process_vm_writev` into our own mapping, whose failed fault comes back as an errno instead of SIGBUS (the way the
-JVM turns a fault in a mapped-buffer copy into an `InternalError` the store catches and logs)."""
+JVM turns a fault in a mapped-buffer copy into an `InternalError` the store catches and logs).
+
+Every copy into or out of a `Mapping` is Java code to the JVM's safepoint mechanism (`emulator.safepoint`): a copy
+stuck in a page fault keeps the whole process from reaching its next safepoint."""
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
 import mmap
 import os
+
+from emulator.safepoint import VM_STATE
 
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
 
@@ -41,23 +46,32 @@ class Mapping:
 
     def write(self, pos: int, data: bytes | bytearray | memoryview) -> None:
         """Copy into the mapping; a fault that cannot be served kills the process (SIGBUS), as a raw JVM copy can."""
-        if isinstance(data, bytes):
-            memmove(self.addr + pos, data, len(data))
-        else:
-            buf = (ctypes.c_char * len(data)).from_buffer(data)
-            memmove(self.addr + pos, buf, len(data))
+        src = data if isinstance(data, bytes) else (ctypes.c_char * len(data)).from_buffer(data)
+        VM_STATE.enter_copy()
+        try:
+            memmove(self.addr + pos, src, len(data))
+        finally:
+            VM_STATE.leave_copy()
 
     def write_checked(self, pos: int, data: bytes) -> None:
         """Copy into the mapping through the kernel; a failed fault raises OSError (EFAULT) instead of SIGBUS."""
         src = _IoVec(ctypes.cast(ctypes.c_char_p(data), ctypes.c_void_p), len(data))
         dst = _IoVec(self.addr + pos, len(data))
-        done = _process_vm_writev(_PID, ctypes.byref(src), 1, ctypes.byref(dst), 1, 0)
+        VM_STATE.enter_copy()
+        try:
+            done = _process_vm_writev(_PID, ctypes.byref(src), 1, ctypes.byref(dst), 1, 0)
+        finally:
+            VM_STATE.leave_copy()
         if done != len(data):
             err = ctypes.get_errno() if done < 0 else 5
             raise OSError(err, f"write into mapping failed: {os.strerror(err)}")
 
     def read(self, pos: int, size: int) -> bytes:
-        return string_at(self.addr + pos, size)
+        VM_STATE.enter_copy()
+        try:
+            return string_at(self.addr + pos, size)
+        finally:
+            VM_STATE.leave_copy()
 
     def close(self) -> None:
         del self._anchor

@@ -7,6 +7,7 @@ import struct
 import threading
 
 from emulator.logs import store_log
+from emulator.safepoint import VM_STATE
 from emulator.store.commitlog import CommitLog
 from remoting.hashmap import java_string_hash
 from remoting.message import string_to_properties
@@ -65,6 +66,7 @@ class ReputService(threading.Thread):
     def run(self) -> None:
         store_log.info("ReputMessageService service started")
         while not self._stopped:
+            VM_STATE.poll()
             try:
                 progressed = self.do_reput()
             except OSError as e:
