@@ -1,0 +1,383 @@
+"""The Java client against the Python producer on the same real broker and fault: per-phase outcome classes side by
+side (prints figures; not a test).
+
+A Java run stands the scenario's cluster up on the Apache distribution (`rmq-chaos cluster up SCENARIO --program
+apache --detach`), sends the scenario's flood + probe with the Java client itself (`benchmarks/java/FloodProbe.java`
+through Java's single-file source launcher, `$ROCKETMQ_HOME/lib/*` on the class path), applies each phase's faults at
+the phase start with `rmq-chaos fault apply`, stops the load at the end of the last phase, and takes the cluster down
+(`rmq-chaos cluster down`, then `rmq-chaos cleanup` must find nothing). A Python run is `rmq-chaos run SCENARIO
+--program apache --no-report` (rmq-chaos's own load, `remoting.producer`). Everything runs inside one network
+namespace with only loopback (the 4.9.1 brokers bind 0.0.0.0; `harness/netns.py`), with a temporary state dir.
+
+    sudo ROCKETMQ_HOME=/work/rmq-dist/rocketmq-4.9.1 .venv/bin/python benchmarks/java_vs_python_outcomes.py \\
+        --rounds 2 --order java-own,python,java-shared --out /work/runs-java
+    .venv/bin/python benchmarks/java_vs_python_outcomes.py --analyze /work/runs-java/<dir>...   # tables only
+
+`--order` names the runs of one round: `java-own` (the probe in its own client instance, as the field incident's
+probe program and as the Python load's own Producer per client), `java-shared` (the probe's producer has the flood's
+instanceName: the same MQClientInstance, the same channel to the broker), `python`. Tables: per phase (warm-up
+excluded; the fault's phase also split at `--split-s`) and client, the count of each outcome class (word, and the
+response code of an MQClientException / MQBrokerException), one column per run; `--detail` adds the cause of each
+MQClientException and the median time to the failure."""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+FLOOD_PROBE = REPO / "benchmarks" / "java" / "FloodProbe.java"
+RMQ_CHAOS = [sys.executable, "-m", "harness.cli"]
+READY_TIMEOUT_S = 120.0
+RUN_KINDS = ("java-own", "java-shared", "python")
+FAULT_APPLY_LEAD = """import sys
+from harness.cli import main
+import faults.registry, faults.cluster_state, rich.console  # noqa: F401  (imported before the cue)
+sys.stdout.write("armed\\n"); sys.stdout.flush()
+sys.stdin.readline()
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scenario", default=str(REPO / "scenarios" / "slave-readonly-default.yaml"))
+    parser.add_argument("--rocketmq-home", default=os.environ.get("ROCKETMQ_HOME"))
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--order", default="java-own,python", help=f"runs of one round, from {', '.join(RUN_KINDS)}")
+    parser.add_argument("--out", default="/work/runs-java")
+    parser.add_argument("--split-s", type=float, default=15.0, help="split the fault's phase this far in")
+    parser.add_argument("--detail", action="store_true", help="also MQClientException causes and failure times")
+    parser.add_argument("--analyze", nargs="+", metavar="DIR", help="only print the tables of these result dirs")
+    args = parser.parse_args()
+    if args.analyze:
+        print(report([Path(d) for d in args.analyze], args.split_s, args.detail))
+        return 0
+    order = [k.strip() for k in args.order.split(",") if k.strip()]
+    bad = [k for k in order if k not in RUN_KINDS]
+    if bad:
+        parser.error(f"--order: {', '.join(bad)}; allowed: {', '.join(RUN_KINDS)}")
+    if not args.rocketmq_home or not (Path(args.rocketmq_home) / "lib").is_dir():
+        parser.error("--rocketmq-home (or $ROCKETMQ_HOME): an Apache RocketMQ binary distribution")
+    from harness import netns
+    if not netns.inside():
+        os.environ["ROCKETMQ_HOME"] = str(Path(args.rocketmq_home).resolve())
+        argv = netns.isolated_argv([sys.executable, str(Path(__file__).resolve()), *sys.argv[1:]])
+        os.environ[netns.MARK_ENV] = "1"
+        os.execvp(argv[0], argv)
+    os.environ["ROCKETMQ_HOME"] = str(Path(args.rocketmq_home).resolve())
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    batch = out / time.strftime("%Y%m%dT%H%M%S")
+    batch.mkdir()
+    done: list[Path] = []
+    for r in range(1, args.rounds + 1):
+        for kind in order:
+            state = Path(tempfile.mkdtemp(prefix="rmq-chaos-state-"))
+            os.environ["RMQ_CHAOS_STATE"] = str(state)
+            run_dir = batch / f"r{r}-{kind}"
+            run_dir.mkdir()
+            log(f"round {r}: {kind} -> {run_dir} (load average {os.getloadavg()[0]:.2f})")
+            before = leftovers(state)
+            try:
+                if kind == "python":
+                    python_run(args.scenario, run_dir)
+                else:
+                    java_run(args.scenario, run_dir, kind.split("-")[1])
+                done.append(run_dir)
+            finally:
+                check_clean(state, run_dir, before)
+            print(report([run_dir], args.split_s, args.detail), flush=True)
+    text = report(done, args.split_s, args.detail)
+    (batch / "report.md").write_text(text)
+    print(text)
+    return 0
+
+
+def log(text: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
+
+
+def rmq_chaos(*argv: str, check: bool = True, **kw) -> subprocess.CompletedProcess:
+    proc = subprocess.run([*RMQ_CHAOS, *argv], cwd=REPO, text=True, capture_output=True, **kw)
+    if check and proc.returncode != 0:
+        raise RuntimeError(f"rmq-chaos {' '.join(argv)}: exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+# -- a Java run ------------------------------------------------------------------------------------------------------
+
+def java_run(scenario_path: str, run_dir: Path, probe_mode: str) -> None:
+    from faults.cluster_state import read_cluster_state
+    from faults.journal import default_state_dir
+    from harness.scenarioload import load_scenarios
+
+    scenario = load_scenarios(scenario_path)[0]
+    meta: dict = {"kind": f"java-{probe_mode}", "scenario": scenario.name, "load_average": os.getloadavg(),
+                  "phases": [], "faults": []}
+    up = rmq_chaos("cluster", "up", scenario_path, "--program", "apache", "--detach", "--out", str(run_dir / "cluster"))
+    found = re.search(r"cluster (\S+) is up", up.stdout)
+    if not found:
+        raise RuntimeError(f"cluster up: no cluster id in {up.stdout!r} {up.stderr!r}")
+    cluster_id = found.group(1)
+    meta["cluster_id"] = cluster_id
+    proc: subprocess.Popen | None = None
+    try:
+        state = read_cluster_state(default_state_dir(), cluster_id)
+        namesrv = state.node("namesrv")["extras"]["addr"]
+        meta["run_id"] = state.run_id
+        meta["nodes"] = {n["name"]: n.get("extras", {}).get("addr") for n in state.nodes}
+        home = os.environ["ROCKETMQ_HOME"]
+        cmd = ["java", "-Xms256m", "-Xmx512m", f"-Drocketmq.client.logRoot={run_dir / 'clientlog'}",
+               "-cp", f"{home}/lib/*", str(FLOOD_PROBE), "--namesrv", namesrv, "--out", str(run_dir / "sends.csv"),
+               "--run-id", run_dir.name, "--probe-mode", probe_mode]
+        clients = {c.name: c for c in scenario.load.clients}
+        if "flood" in clients:
+            f = clients["flood"]
+            cmd += ["--flood-threads", str(f.users), "--flood-timeout-ms", str(round(f.timeout * 1000)),
+                    "--flood-size", str(f.message_size)]
+        if "probe" in clients:
+            p = clients["probe"]
+            cmd += ["--probe-timeout-ms", str(round(p.timeout * 1000)), "--probe-size", str(p.message_size)]
+        meta["command"] = cmd
+        stdout = open(run_dir / "floodprobe.out", "w")
+        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, cwd=run_dir)
+        lines: list[str] = []
+        ready = threading.Event()
+
+        def pump() -> None:
+            for line in proc.stdout:
+                stdout.write(line)
+                stdout.flush()
+                lines.append(line.rstrip("\n"))
+                if line.startswith("ready "):
+                    ready.set()
+            ready.set()
+
+        threading.Thread(target=pump, daemon=True).start()
+        if not ready.wait(READY_TIMEOUT_S) or not any(x.startswith("ready ") for x in lines):
+            raise RuntimeError("FloodProbe did not start: " + " | ".join(lines[-20:]))
+        t0 = time.monotonic()
+        meta["load_start_wall_ns"] = int(next(x for x in lines if x.startswith("ready ")).split()[1])
+        at = t0
+        for phase in scenario.phases:
+            armed = [arm_fault(f, run_dir) for f in phase.faults]
+            sleep_until(at)
+            start = {"name": phase.name, "start_wall_ns": time.time_ns(), "duration_s": phase.duration}
+            for _, lead in armed:
+                lead.stdin.write("go\n")
+                lead.stdin.flush()
+            for (f, lead) in armed:
+                text, _ = lead.communicate(timeout=120)
+                meta["faults"].append({"id": f.id, "kind": f.kind, "target": f.target, "exit": lead.returncode,
+                                       "output": text[-4000:]})
+                if lead.returncode != 0:
+                    raise RuntimeError(f"fault {f.id}: exit {lead.returncode}: {text[-2000:]}")
+            meta["phases"].append(start)
+            at += phase.duration
+        sleep_until(at)
+        meta["load_stop_wall_ns"] = time.time_ns()
+        proc.stdin.write("stop\n")
+        proc.stdin.flush()
+        proc.wait(timeout=120)
+        meta["floodprobe_exit"] = proc.returncode
+        meta["floodprobe_stdout"] = lines
+        meta["fault_events"] = read_jsonl(run_dir / "events.jsonl")
+    finally:
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+        (run_dir / "run.json").write_text(json.dumps(meta, indent=1, default=str))
+        down = rmq_chaos("cluster", "down", cluster_id, check=False, timeout=300)
+        (run_dir / "down.txt").write_text(down.stdout + down.stderr)
+        if down.returncode != 0:
+            log(f"cluster down {cluster_id}: exit {down.returncode}: {down.stdout} {down.stderr}")
+
+
+def arm_fault(fault, run_dir: Path) -> tuple:
+    """`rmq-chaos fault apply` (with verify) started ahead of the phase, its imports done; it applies on the cue."""
+    argv = ["fault", "apply", fault.kind, "--node", fault.target, "--id", fault.id,
+            "--events", str(run_dir / "events.jsonl")]
+    if fault.params:
+        argv += ["--params", json.dumps(fault.params)]
+    lead = subprocess.Popen([sys.executable, "-c", FAULT_APPLY_LEAD, *argv], cwd=REPO, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, "COLUMNS": "200"})
+    if lead.stdout.readline().strip() != "armed":
+        raise RuntimeError(f"fault {fault.id}: the apply command did not start")
+    return fault, lead
+
+
+def sleep_until(at: float) -> None:
+    while (left := at - time.monotonic()) > 0:
+        time.sleep(min(left, 0.05))
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+
+
+# -- a Python run ----------------------------------------------------------------------------------------------------
+
+def python_run(scenario_path: str, run_dir: Path) -> None:
+    proc = rmq_chaos("run", scenario_path, "--program", "apache", "--no-report", "--out", str(run_dir), check=False,
+                     timeout=900)
+    (run_dir / "run.txt").write_text(proc.stdout + proc.stderr)
+    made = [d for d in run_dir.iterdir() if (d / "events.jsonl").exists()]
+    if not made:
+        raise RuntimeError(f"rmq-chaos run: exit {proc.returncode}, no run directory\n{proc.stderr[-2000:]}")
+    meta = {"kind": "python", "run_dir": str(made[0]), "run_id": made[0].name, "exit": proc.returncode, "load_average": os.getloadavg()}
+    (run_dir / "run.json").write_text(json.dumps(meta, indent=1))
+
+
+# -- what is left after a run ----------------------------------------------------------------------------------------
+
+def leftovers(state: Path) -> set[str]:
+    """Mounts and loop devices under the state dir, and every rmq-chaos cgroup (other runs' too: compared before and
+    after, and only those named by the run's id count)."""
+    left = {f"mount {x.split()[1]}" for x in Path("/proc/mounts").read_text().splitlines() if str(state) in x}
+    loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
+    left |= {f"loop {x}" for x in loops.splitlines() if str(state) in x}
+    left |= {f"cgroup {d}" for d in Path("/sys/fs/cgroup").glob("*/rmq-chaos/*") if d.is_dir()}
+    return left
+
+
+def check_clean(state: Path, run_dir: Path, before: set[str]) -> None:
+    """`rmq-chaos cleanup` on the run's state dir must find nothing to do, and no mount, loop device or cgroup made
+    since the run started may be left."""
+    proc = rmq_chaos("cleanup", "--state-dir", str(state), check=False)
+    run_id = json.loads((run_dir / "run.json").read_text()).get("run_id") if (run_dir / "run.json").exists() else None
+    left = sorted(x for x in leftovers(state) - before if not x.startswith("cgroup ") or (run_id and run_id in x))
+    text = f"cleanup exit {proc.returncode}: {proc.stdout.strip()} {proc.stderr.strip()}\nleft: {left or 'nothing'}\n"
+    (run_dir / "cleanup.txt").write_text(text)
+    if proc.returncode != 0 or left or "nothing to clean up" not in proc.stdout:
+        log(f"NOT CLEAN after {run_dir.name}: {text}")
+    else:
+        shutil.rmtree(state, ignore_errors=True)
+
+
+# -- rows and tables -------------------------------------------------------------------------------------------------
+
+def load_rows(run_dir: Path) -> tuple[str, list[tuple[str, float, float]], list[dict]]:
+    """(kind, phase windows [(name, start_ns, end_ns)], rows {client, start_ns, end_ns, outcome, code, remark})."""
+    meta = json.loads((run_dir / "run.json").read_text())
+    if meta["kind"] == "python":
+        import pyarrow.parquet as pq
+
+        rd = Path(meta["run_dir"])
+        events = read_jsonl(rd / "events.jsonl")
+        windows = [(e["phase"], e["wall_ns"], e["wall_ns"] + e["duration_s"] * 1e9) for e in events
+                   if e["event"] == "phase_start"]
+        cols = ["client", "start_ns", "end_ns", "outcome", "response_code", "remark"]
+        table = pq.read_table(sorted((rd / "requests").glob("*.parquet")), columns=cols).to_pylist()
+        rows = [{"client": t["client"], "start_ns": t["start_ns"], "end_ns": t["end_ns"], "outcome": t["outcome"],
+                 "code": t["response_code"], "remark": t["remark"] or ""} for t in table]
+        return "python", windows, rows
+    windows = [(p["name"], p["start_wall_ns"], p["start_wall_ns"] + p["duration_s"] * 1e9) for p in meta["phases"]]
+    rows = []
+    with open(run_dir / "sends.csv", newline="") as f:
+        for t in csv.DictReader(f):
+            rows.append({"client": t["client"], "start_ns": int(t["start_ns"]), "end_ns": int(t["end_ns"]),
+                         "outcome": t["outcome"], "code": int(t["response_code"]) if t["response_code"] else None,
+                         "remark": t["remark"]})
+    return meta["kind"], windows, rows
+
+
+def outcome_class(row: dict) -> str:
+    if row["outcome"] in ("MQClientException", "MQBrokerException"):
+        return f"{row['outcome']} {row['code']}"
+    return row["outcome"]
+
+
+CAUSE = re.compile(r"\(cause: (\w+): (.*)\)$")
+
+
+def cause_class(row: dict) -> str:
+    """The outcome class with what ended the last attempt: `MQClientException 10002 <- RemotingTimeoutException:
+    invokeSync call timeout`."""
+    base = outcome_class(row)
+    m = CAUSE.search(row["remark"] or "")
+    if row["outcome"] != "MQClientException" or not m:
+        return base
+    text = re.sub(r"<[^>]*>", "<addr>", m.group(2))
+    text = re.sub(r"\d+", "N", text)
+    return f"{base} <- {m.group(1)}: {text}"
+
+
+def label(row: dict, windows, split_s: float, fault_phase: str | None) -> list[str]:
+    start = row["start_ns"]
+    for name, lo, hi in windows:
+        if lo <= start < hi:
+            if name == fault_phase:
+                part = "<" if start - lo < split_s * 1e9 else ">="
+                return [name, f"{name} {part}{split_s:g}s"]
+            return [name]
+    return []
+
+
+def report(dirs: list[Path], split_s: float, detail: bool) -> str:
+    runs = []
+    for d in dirs:
+        kind, windows, rows = load_rows(d)
+        runs.append((f"{d.name}", kind, windows, rows))
+    if not runs:
+        return "(no runs)"
+    fault_phase = None
+    first = json.loads((dirs[0] / "run.json").read_text())
+    if first["kind"] != "python" and first.get("faults"):
+        fault_phase = next((p["name"] for p in first["phases"] if p["name"] not in ("warmup", "healthy")), None)
+    fault_phase = fault_phase or "readonly"
+    counts: dict[tuple[str, str], dict[str, Counter]] = defaultdict(lambda: defaultdict(Counter))
+    times: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for name, _kind, windows, rows in runs:
+        for row in rows:
+            for phase in label(row, windows, split_s, fault_phase):
+                if phase == "warmup":
+                    continue
+                cls = cause_class(row) if detail else outcome_class(row)
+                counts[(phase, row["client"])][cls][name] += 1
+                times[(phase, row["client"])][cls].append((row["end_ns"] - row["start_ns"]) / 1e6)
+    names = [r[0] for r in runs]
+    out = [f"runs: {', '.join(f'{n} ({k})' for n, k, _, _ in runs)}", ""]
+    order = []
+    for _, _, windows, _ in runs:
+        for w in windows:
+            for p in ([w[0]] if w[0] != fault_phase else [w[0], f"{w[0]} <{split_s:g}s", f"{w[0]} >={split_s:g}s"]):
+                if p not in order and p != "warmup":
+                    order.append(p)
+    for phase in order:
+        for client in ("flood", "probe"):
+            table = counts.get((phase, client))
+            if not table:
+                continue
+            out.append(f"### {phase}, {client}")
+            out.append("")
+            head = "| outcome | " + " | ".join(names) + (" | median ms |" if detail else " |")
+            out.append(head)
+            out.append("|" + "---|" * (len(names) + 1 + (1 if detail else 0)))
+            for cls, per in sorted(table.items(), key=lambda kv: -sum(kv[1].values())):
+                cells = [str(per.get(n, 0)) for n in names]
+                extra = [f"{statistics.median(times[(phase, client)][cls]):.0f}"] if detail else []
+                out.append(f"| {cls} | " + " | ".join(cells + extra) + " |")
+            out.append("")
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
