@@ -1,7 +1,8 @@
 """The master's HA connection count in the read-only slave loop (4.9.1): once the slave's store is read-only and
 replication has stopped at a file boundary, the slave's HA client closes its connection and connects again at once,
 every `haSendHeartbeatInterval`; on the master the old connection is counted out and the new one counted in. Sends
-that meet the count at zero get SLAVE_NOT_AVAILABLE; the recorded 4.9.1 cluster gave none in 5 minutes.
+that meet the count at zero get SLAVE_NOT_AVAILABLE (the real 4.9.1 gave 0-4 per run of the read-only scenario, 62
+in one; docs/fidelity.md).
 
 Prints, for a flood of N threads sharing one producer: reconnects seen, how long the master's count stayed at zero
 each time (`haConnectionZeroLastMicros` read after every reconnect, `haConnectionZeroMaxMicros`), and the

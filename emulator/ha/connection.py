@@ -55,7 +55,6 @@ class HAConnection:
         buf = bytearray()
         last_read = time.time()
         self.sock.settimeout(SELECT_S)
-        expired = False
         try:
             while not self._stopped:
                 try:
@@ -81,13 +80,12 @@ class HAConnection:
                 if interval > config.get_int("haHousekeepingInterval"):
                     store_log.warning("ha housekeeping, found this connection[%s] expired, %d", self.client_addr,
                                       interval)
-                    expired = True
                     break
         except OSError as e:
             store_log.error("processReadEvent exception %s", e)
         finally:
             self._stopped = True
-            self.ha.remove_connection(self, count_down=True, peer_closed=not expired and not self.ha.stopped)
+            self.ha.remove_connection(self)
             self._close()
             store_log.info("ReadSocketService service end")
 

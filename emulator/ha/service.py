@@ -4,22 +4,16 @@ counts them, keeps the highest offset any slave acknowledged (`push2SlaveMaxOffs
 service. It also measures how long the count stays at zero each time it drops there (a slave that reconnects at once
 leaves a gap between the old connection's count-down and the new one's count-up, during which `isSlaveOK` is false).
 
-The accept thread counts a connection as soon as `accept` returns, before its log line and the socket options:
-the JVM's store log is asynchronous and its constructor takes microseconds, so the count-up follows the accept
-at once; a synchronous Python log write would hand the GIL over first and widen the gap. On a loaded machine the
-accept thread can still wait milliseconds for the GIL behind request threads (the JVM's would not), so `isSlaveOK` also
-counts a connection the kernel has completed and the accept thread has not taken yet.
-
-The other half of that gap is the slave's: a JVM's HAClient closes and connects again within a fraction of a
-millisecond; ours, on a busy machine and at the replication cliff (when 64 producers get their last acknowledgements
-and send again at once), took up to ~10 ms, and the puts of that burst met a zero count. The recorded 4.9.1 cluster
-never answered SLAVE_NOT_AVAILABLE in that loop. So when the peer closed a connection (EOF or a socket error, not the
-housekeeping expiry) and the count fell to zero, `isSlaveOK` keeps counting it for `RECONNECT_GRACE_S`, or until a
-new connection is counted. A slave that is really gone (killed, link cut) is thus reported SLAVE_NOT_AVAILABLE that
-much later than by a JVM."""
+The accept thread counts a connection as soon as `accept` returns, before its log line and the socket options, as
+the JVM's constructor does. When the read-only slave reconnects, the old connection is counted out when its EOF is
+read and the new one counted in when it is accepted; whichever comes first, the count can stand at zero for a moment,
+and a put that meets it then is answered SLAVE_NOT_AVAILABLE. The real 4.9.1 master did exactly that at the first
+reconnect of the loop, while the flood still put at full speed (0, 1, 0 and 4 such answers in four runs of
+scenarios/slave-readonly-default.yaml, 62 in another; docs/fidelity.md). Python makes the moment longer (milliseconds
+instead of microseconds under a busy interpreter); the emulator does not hide it: `haConnectionZero*` in the runtime
+info show how long each one lasted."""
 from __future__ import annotations
 
-import select
 import socket
 import threading
 import time
@@ -28,9 +22,6 @@ from emulator.config.broker_config import bind_address
 from emulator.ha.group_transfer import GroupTransferService
 from emulator.logs import store_log
 from emulator.store.flush import GroupCommitRequest
-
-RECONNECT_GRACE_S = 0.05
-"""how long a slave connection closed by its peer still counts for `isSlaveOK` when it was the last one"""
 
 
 class HAService:
@@ -49,7 +40,6 @@ class HAService:
         self._listener: socket.socket | None = None
         self._stopped = False
         self._zero_since_ns = 0
-        self._grace_until_ns = 0
         self.zero_periods = 0
         """times the count came back from zero after a connection had been counted out"""
         self.zero_last_ns = 0
@@ -101,17 +91,16 @@ class HAService:
             except OSError as e:  # the peer went away before the socket options were set
                 store_log.error("AcceptSocketService: new HAConnection failed, %s", e)
                 sock.close()
-                self.remove_connection(None, count_down=True)
+                self.remove_connection(None)
                 continue
             with self._lock:
                 self._connections.append(conn)
             conn.start()
 
     def _count_up(self) -> None:
-        """connectionCount + 1, closing a zero period (and its reconnect grace) if one is open."""
+        """connectionCount + 1, closing a zero period if one is open."""
         with self._lock:
             self.connection_count += 1
-            self._grace_until_ns = 0
             if self.connection_count == 1 and self._zero_since_ns:
                 gap = time.perf_counter_ns() - self._zero_since_ns
                 self._zero_since_ns = 0
@@ -119,9 +108,8 @@ class HAService:
                 self.zero_last_ns = gap
                 self.zero_max_ns = max(self.zero_max_ns, gap)
 
-    def remove_connection(self, conn, count_down: bool, peer_closed: bool = False) -> None:
-        """Forget `conn`; with `count_down`, connectionCount - 1. `peer_closed`: the slave closed it (it reconnects
-        at once in the read-only loop), which opens the reconnect grace when the count reaches zero."""
+    def remove_connection(self, conn, count_down: bool = True) -> None:
+        """Forget `conn`; with `count_down`, connectionCount - 1 (the read side ending, as in Java)."""
         with self._lock:
             if conn in self._connections:
                 self._connections.remove(conn)
@@ -129,29 +117,14 @@ class HAService:
                 self.connection_count -= 1
                 if self.connection_count == 0:
                     self._zero_since_ns = time.perf_counter_ns()
-                    self._grace_until_ns = (self._zero_since_ns + int(RECONNECT_GRACE_S * 1e9)) if peer_closed else 0
 
     def connections(self) -> list:
         with self._lock:
             return list(self._connections)
 
     def is_slave_ok(self, master_put_where: int) -> bool:
-        connected = self.connection_count > 0 or time.perf_counter_ns() < self._grace_until_ns or \
-            self._accept_pending()
-        return connected and \
+        return self.connection_count > 0 and \
             master_put_where - self.push2slave_max_offset < self.config.get_int("haSlaveFallbehindMax")
-
-    def _accept_pending(self) -> bool:
-        """A slave connection the kernel has completed but the accept thread has not counted yet. The JVM's accept
-        thread runs in parallel and counts it within microseconds; ours needs the interpreter lock first, which a busy
-        request thread can hold for milliseconds on a loaded machine. Asked only when the count is zero."""
-        listener = self._listener
-        if listener is None or self._stopped:
-            return False
-        try:
-            return bool(select.select([listener], [], [], 0)[0])
-        except (OSError, ValueError):  # closed by shutdown meanwhile
-            return False
 
     def notify_transfer_some(self, offset: int) -> None:
         with self._lock:
