@@ -141,6 +141,8 @@ class ClientSpec(Strict):
     profile: str = "java-4.9.1"
     retries: int | None = Field(default=None, ge=0, le=16, description="default: the profile's")
     tags: str | None = None
+    instance: Name | None = Field(default=None, description="client instance (Java's instanceName): clients naming "
+                                                            "the same one share its connections; default: its own")
 
 
 class LoadSection(Strict):
@@ -163,6 +165,11 @@ class LoadSection(Strict):
                 raise at(("clients", i), "a closed-model client needs users")
             if model == "open" and c.rate is None and self.rate is None:
                 raise at(("clients", i), "an open-model client needs a rate (its own, or load.rate)")
+            shared = [o for o in self.clients[:i] if (o.instance or o.name) == (c.instance or c.name)]
+            if shared and shared[0].profile != c.profile:
+                raise at(("clients", i, "instance"), f"instance {c.instance or c.name!r} is shared with client "
+                                                     f"{shared[0].name!r} of profile {shared[0].profile}; allowed: "
+                                                     "one profile per instance, or another instance")
         if self.rate is not None and not any(self.model_of(c) == "open" for c in self.clients):
             raise at(("rate",), "load.rate applies to open-model clients and there are none")
         return self

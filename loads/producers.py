@@ -2,6 +2,11 @@
 client (as one Java `DefaultMQProducer` is shared by an application's threads, so a sync timeout that closes the
 connection fails the other users' requests in flight, as in the recorded incident); and the message each send
 carries (the harness key first in KEYS, then the client's own keys; TAGS; a body of the client's size).
+
+Connections belong to a client instance (Java's `MQClientInstance`, one per instanceName in a JVM): a client has its
+own unless it names an `instance` another client names too; those share one connection per broker, so the flood's
+timeouts also fail the requests in flight of a probe on the same instance. The shipped scenarios give the probe its
+own, as the field report's 30 s probe was a program of its own.
 """
 from __future__ import annotations
 
@@ -38,11 +43,13 @@ class MessageFactory:
 
 
 class ProducerPool:
-    """Producers by client name, made on first use; `shutdown()` closes them all."""
+    """Producers by client name and their client instances' connections, made on first use; `shutdown()` closes
+    them all."""
 
     def __init__(self, spec: LoadSpec) -> None:
         self.spec = spec
         self._producers: dict[str, Any] = {}
+        self._instances: dict[str, Any] = {}
 
     def get(self, client: ClientSpec) -> Any:
         producer = self._producers.get(client.name)
@@ -51,17 +58,31 @@ class ProducerPool:
         return producer
 
     def _create(self, client: ClientSpec) -> Any:
+        from remoting.client import RemotingClient
         from remoting.producer import Producer
+        from remoting.profiles import resolve_profile
 
         overrides: dict[str, Any] = {"send_msg_timeout_ms": client.send_timeout_ms}
         if client.retries is not None:
             overrides["retry_times_when_send_failed"] = client.retries
-        return Producer(self.spec.namesrv, client.producer_group, profile=client.profile, **overrides)
+        name = client.instance_name
+        connections = self._instances.get(name)
+        if connections is None:
+            rules = resolve_profile(client.profile).rules()
+            connections = self._instances[name] = RemotingClient(self.spec.namesrv, rules=rules)
+        return Producer(self.spec.namesrv, client.producer_group, profile=client.profile, instance_name=name,
+                        client=connections, **overrides)
 
     def shutdown(self) -> None:
         producers, self._producers = self._producers, {}
+        instances, self._instances = self._instances, {}
         for name, producer in producers.items():
             try:
                 producer.close()
             except Exception:  # a broken connection must not keep the others from shutting down
                 log.exception("shutting down the producer of client %s failed", name)
+        for name, connections in instances.items():
+            try:
+                connections.shutdown()
+            except Exception:
+                log.exception("closing the connections of client instance %s failed", name)

@@ -77,10 +77,17 @@ class ClientSpec(BaseModel):
     profile: Literal["java-4.9.1", "java-4.9.3", "java-5.3"] = "java-4.9.1"
     send_timeout_ms: int = Field(default=3000, ge=1, description="the timeout of `send(msg, timeout)`")
     retries: int | None = Field(default=None, ge=0, description="retryTimesWhenSendFailed; default: the profile's")
+    instance: str | None = Field(default=None, pattern=NAME_PATTERN,
+                                 description="client instance (Java's instanceName): clients naming the same one "
+                                             "share its connections, as producers of one JVM do; default: its own")
 
     @property
     def producer_group(self) -> str:
         return self.group or f"rmq-chaos-{self.name}"
+
+    @property
+    def instance_name(self) -> str:
+        return self.instance or self.name
 
 
 class PhaseSpec(BaseModel):
@@ -130,6 +137,12 @@ class LoadSpec(BaseModel):
         if open_shared and self.rate is None and not any(p.rate is not None for p in self.phases):
             raise ValueError(f"rate: open client(s) {', '.join(open_shared)} take a share of the load's rate: "
                              "give `rate` (sends/s), a phase `rate`, or the clients their own `rate`")
+        profiles: dict[str, str] = {}
+        for c in self.clients:
+            if profiles.setdefault(c.instance_name, c.profile) != c.profile:
+                raise ValueError(f"clients.{c.name}.instance: instance {c.instance_name!r} is shared by clients of "
+                                 f"profiles {profiles[c.instance_name]} and {c.profile}; allowed: one profile per "
+                                 "instance (one client config per MQClientInstance)")
         total = sum(c.share or 0.0 for c in self.clients)
         if total > 1.0 + 1e-9:
             raise ValueError(f"clients: shares add up to {total:g}, more than 1")

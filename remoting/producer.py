@@ -107,12 +107,16 @@ class Producer:
 
     def __init__(self, namesrv_addr: str | list[str], group: str, profile: str | ClientProfile = "java-4.9.1", *,
                  instance_name: str | None = None, client_ip: str | None = None, heartbeat: bool = True,
-                 **overrides) -> None:
+                 client: RemotingClient | None = None, **overrides) -> None:
         self.profile = resolve_profile(profile, **overrides)
         self.group = group
         self.instance_name = instance_name or f"{os.getpid()}#{time.monotonic_ns()}"
         self.client_ip = client_ip or local_ip_string()
-        self.client = RemotingClient(namesrv_addr, rules=self.profile.rules())
+        # `client`: the connections of a client instance shared with other producers (one MQClientInstance per
+        # clientId in Java: every producer of a JVM with the default instanceName shares its channels, so a sync
+        # timeout that closes one fails the others' requests in flight); the producer does not close it
+        self._owns_client = client is None
+        self.client = client if client is not None else RemotingClient(namesrv_addr, rules=self.profile.rules())
         self.namesrv = NameServerClient(self.client, version=self.profile.version, language=self.profile.language,
                                serialize_type=self.profile.serialize_type)
         self.routes = RouteTable(self.namesrv, create_topic_key=self.profile.create_topic_key,
@@ -141,7 +145,8 @@ class Producer:
         self._stop.set()
         if self._background is not None and self._background is not threading.current_thread():
             self._background.join(timeout=5)
-        self.client.shutdown()
+        if self._owns_client:
+            self.client.shutdown()
 
     # -- send ---------------------------------------------------------------------------------------------------
 
