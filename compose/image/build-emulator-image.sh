@@ -89,7 +89,7 @@ for version in "${versions[@]}"; do
     --change "ENV LANG=C.UTF-8" \
     --change "ENV ROCKETMQ_VERSION=$version" \
     --change "ENV ROCKETMQ_HOME=$home" \
-    --change "LABEL rmq-chaos.source=$fingerprint rmq-chaos.image=emulator" \
+    --change "LABEL rmq-chaos.source=$fingerprint rmq-chaos.image=emulator rmq-chaos.program=emulator" \
     --change "EXPOSE 9876 10909 10911 10912" \
     --change "USER rocketmq" \
     --change "WORKDIR $home/bin" \

@@ -20,6 +20,9 @@ COMPOSE_FILES = {"4": "rocketmq-4.yml", "5": "rocketmq-5.yml"}
 BUILD_SCRIPT = "compose/image/build-emulator-image.sh"
 VERSION_ENV = "ROCKETMQ_VERSION"
 """The official images (and ours) say which release they run in this variable."""
+PROGRAM_LABEL = "rmq-chaos.program"
+"""Our images say what they run: `emulator` (build-emulator-image.sh) or `apache` (build-jvm-image.sh, a real JVM
+broker); an image without it (the official apache/rocketmq) is taken for a real broker."""
 
 
 class ComposeSetupError(RuntimeError):
@@ -30,6 +33,14 @@ def image_for(cluster: Any) -> str:
     """The image of a scenario's cluster (see the module docstring for the order)."""
     name = cluster.image or os.environ.get(IMAGE_ENV) or DEFAULT_IMAGE
     return name.replace("{version}", cluster.version)
+
+
+def image_program(labels: dict[str, str] | None) -> str:
+    """`emulator` for our test image, else `apache` (our JVM image, the official image, any other)."""
+    labels = labels or {}
+    if labels.get(PROGRAM_LABEL) == "emulator" or labels.get("rmq-chaos.image") == "emulator":
+        return "emulator"
+    return "apache"
 
 
 def compose_dir() -> Path:
@@ -70,5 +81,6 @@ def check_setup(cluster: Any) -> dict[str, Any]:
         raise ComposeSetupError(f"image {image} runs RocketMQ {runs} (its {VERSION_ENV}), the scenario asks for "
                                 f"{cluster.version}; allowed: an image of {cluster.version} (e.g. a name with "
                                 "'{version}'), or cluster.version " + runs)
-    return {"image": image, "image_id": found.id, "labels": found.labels or {}, "compose_binary": binary,
+    return {"image": image, "image_id": found.id, "labels": found.labels or {},
+            "program": image_program(found.labels), "compose_binary": binary,
             "compose_file": str(compose_file_for(cluster.version)), "engine": engine.engine_address()}
