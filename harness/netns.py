@@ -3,8 +3,10 @@
 run (brokers, the load, Spark) lives in that namespace, so no test traffic can leave 127.0.0.0/8. The namespace has
 no name and no mount: it disappears with the run's last process, so nothing is left to clean up.
 
-Limitation: processes outside (e.g. `rmq-chaos cluster status` from another shell) cannot reach its brokers' ports;
-unix sockets (the HA relay's control) and files (state, journal) work as usual."""
+Processes outside cannot reach its brokers' ports; `rmq-chaos fault` and `rmq-chaos cluster status` join the
+namespace of the process that holds the cluster (`join_netns_of`), as they join a compose run's (whose namespace
+belongs to a holder container, harness/backends/compose_netns.py). Unix sockets (the HA relay's control) and files
+(state, journal) work as usual."""
 from __future__ import annotations
 
 import os
@@ -12,6 +14,7 @@ import shutil
 import sys
 
 MARK_ENV = "RMQ_CHAOS_NETNS"
+JOIN_ENV = "RMQ_CHAOS_NETNS_JOINED"
 BOOT = 'ip link set lo up && exec "$@"'
 
 
@@ -36,6 +39,29 @@ def reexec_isolated() -> None:
     """Replace this process by the same command inside a new network namespace (does not return)."""
     argv = isolated_argv([sys.executable, "-m", "harness.cli", *sys.argv[1:]])
     os.environ[MARK_ENV] = "1"
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execvp(argv[0], argv)
+
+
+def netns_inode(pid: int | str = "self") -> int | None:
+    """The network namespace of a process, as its inode (None: the process is gone or not readable)."""
+    try:
+        return os.stat(f"/proc/{pid}/ns/net").st_ino
+    except OSError:
+        return None
+
+
+def join_netns_of(pid: int) -> None:
+    """Replace this process by the same command inside the network namespace of process `pid` (the one that holds a
+    cluster) when that is not this process's own; returns when it is, when `pid` is gone, or after one join."""
+    if os.environ.get(JOIN_ENV) == "1" or shutil.which("nsenter") is None:
+        return
+    theirs = netns_inode(pid)
+    if theirs is None or theirs == netns_inode():
+        return
+    os.environ[JOIN_ENV] = "1"
+    argv = ["nsenter", f"--net=/proc/{pid}/ns/net", "--", sys.executable, "-m", "harness.cli", *sys.argv[1:]]
     sys.stdout.flush()
     sys.stderr.flush()
     os.execvp(argv[0], argv)

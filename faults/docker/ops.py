@@ -1,5 +1,6 @@
 """Undo operations on Docker objects, as data (see `faults.undo`): `docker_unpause`, `docker_update` (memory and swap
-limits back), `compose_down` (a compose project's containers, networks and volumes). Each is idempotent: a
+limits back), `compose_down` (a compose project's containers, networks and volumes), `netns_holder_remove` (the
+container whose network namespace a compose run's containers share). Each is idempotent: a
 container that is gone, or already in the wanted state, is fine. An engine that does not answer is an error, so the
 journal entry stays open and a later `rmq-chaos cleanup` finishes the job."""
 from __future__ import annotations
@@ -8,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from faults.docker import engine
-from faults.errors import FaultUnavailable
+from faults.errors import FaultUnavailable, ToolError
 
 PROJECT_LABEL = "com.docker.compose.project"
 DOWN_TIMEOUT_S = 10
@@ -65,6 +66,23 @@ def op_compose_down(op: dict, ctx: Any) -> str:
     return ", ".join(notes) + (f"; removed {removed} left-over object(s)" if removed else "; nothing left")
 
 
+def op_netns_holder_remove(op: dict, ctx: Any) -> str:
+    """Remove a compose run's network namespace holder (`harness/backends/compose_netns.py`), unless running
+    containers still share its namespace: then this fails and the entry stays open for a later clean-up (their own
+    run's `compose_down`, newer in the journal, normally removed them first)."""
+    ct = engine.container_or_none(op["container"])
+    if ct is None:
+        return "container gone"
+    modes = {f"container:{ct.id}", f"container:{ct.name}", f"container:{ct.id[:12]}"}
+    users = [c.name for c in engine.client().containers.list(filters={"status": "running"})
+             if (c.attrs.get("HostConfig") or {}).get("NetworkMode") in modes]
+    if users:
+        raise ToolError(f"network namespace holder {ct.name} is still used by running containers "
+                        f"{', '.join(sorted(users))}")
+    _remove(lambda: ct.remove(force=True), f"remove container {ct.name}")
+    return f"removed {ct.name}"
+
+
 def _remove(fn: Callable[[], Any], what: str) -> None:
     import docker
 
@@ -78,4 +96,5 @@ def _remove(fn: Callable[[], Any], what: str) -> None:
 
 DOCKER_OPS: dict[str, Callable[[dict, Any], str]] = {
     "docker_unpause": op_docker_unpause, "docker_update": op_docker_update, "compose_down": op_compose_down,
+    "netns_holder_remove": op_netns_holder_remove,
 }

@@ -1,6 +1,8 @@
 """The compose backend: the name server, master and slave as containers of `compose/rocketmq-<major>.yml`, started
-with `docker compose up -d --wait` (the real v2 binary) and watched through the Docker SDK. Host networking only,
-on free 127.0.0.1 ports the harness picks and renders into the conf files; each broker's store is a loop-mounted
+with `docker compose up -d --wait` (the real v2 binary) and watched through the Docker SDK. No container network:
+the containers join the network namespace of the run's holder container, where this process runs too
+(`harness/backends/compose_netns.py`: only loopback; host networking when the process is not in one, which is
+refused for a real broker's image), on free 127.0.0.1 ports the harness picks and renders into the conf files; each broker's store is a loop-mounted
 ext4 of its own on the host (the local backend's `LoopStore`, `errors=remount-ro`), bind-mounted at
 `/home/rocketmq/store`, so a store fault hits one broker; the containers' cgroups live under
 `<controller>/rmq-chaos/<run>/` (compose `cgroup_parent`), where the faults' guards accept them; with `ha_link` the
@@ -13,6 +15,7 @@ stores, relay, the compose project), so `rmq-chaos cleanup` removes what a dead 
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -24,6 +27,7 @@ from faults.journal import Journal
 from faults.system import cgroupfs
 from faults.target import NodeTarget
 from harness import brokerclient
+from harness.backends import compose_netns
 from harness.backends.compose_image import check_setup
 from harness.backends.compose_layout import IMAGE_UID, ComposeLayout, project_name
 from harness.backends.compose_node import ContainerNode
@@ -48,6 +52,11 @@ class ComposeBackend(LocalBackend):
         super().__init__(scenario, rd, journal, state_dir)
         self.setup = check_setup(scenario.cluster)
         self.image = self.setup["image"]
+        self.network_mode = compose_netns.network_mode()
+        if self.network_mode == "host" and self.setup["program"] != "emulator":
+            raise ClusterError(f"image {self.image} runs a real broker, which binds every interface: under host "
+                               "networking those are the host's; run it through `rmq-chaos run` or `rmq-chaos "
+                               "cluster up`, which give the run a network namespace of its own")
         self.project_name = project_name(self.run_id)
         self.cgroup_parent = f"/{cgroupfs.OUR_DIR}/{self.project_name}"
         self.layout: ComposeLayout | None = None
@@ -76,7 +85,8 @@ class ComposeBackend(LocalBackend):
             shutil.chown(self.stores[n].mount, IMAGE_UID, IMAGE_UID)
         ha_master = self._start_relay(ports["master"][1], picker.one()) if self._use_relay() else None
         self.layout = layout = ComposeLayout(self.work, self.project_name, self.image, c.version, c.heap,
-                                             self.cgroup_parent, ns_port, ports, ha_master)
+                                             self.cgroup_parent, ns_port, ports, ha_master,
+                                             network_mode=self.network_mode)
         confs = layout.write(c)
         self.broker_addrs = {n: layout.addr(n) for n in BROKER_NODES}
         self.project = ComposeProject(self.project_name, Path(self.setup["compose_file"]), layout.env(),
@@ -156,6 +166,8 @@ class ComposeBackend(LocalBackend):
         info = super()._cluster_info()
         info.update({"program": "image", "rocketmq_home": None, "image": self.image,
                      "image_id": self.setup["image_id"], "image_labels": self.setup["labels"],
+                     "image_program": self.setup["program"], "network_mode": self.network_mode,
+                     "netns": _netns_info(),
                      "compose_project": self.project_name, "compose_file": self.setup["compose_file"],
                      "compose_binary": self.setup["compose_binary"], "engine": self.setup["engine"],
                      "cgroup_parent": self.cgroup_parent})
@@ -230,6 +242,14 @@ class ComposeBackend(LocalBackend):
         if entry is not None and not entry.done:
             run_ops(entry.undo)
             self.journal.done(entry.id, "destroyed")
+
+
+def _netns_info() -> dict[str, Any]:
+    """This process's network namespace (the containers' too): its inode and interfaces, and the holder."""
+    import socket
+
+    return {"inode": os.stat("/proc/self/ns/net").st_ino, "interfaces": sorted(n for _, n in socket.if_nameindex()),
+            "holder": compose_netns.holder()}
 
 
 def _cgroup_roots() -> list[str]:

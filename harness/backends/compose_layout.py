@@ -1,7 +1,7 @@
 """Where a compose run's files are and what the compose file is told: the conf files rendered from the scenario
 (the local backend's properties, with the container's store path `/home/rocketmq/store`), the data directory whose
 `<node>/store` (a broker's loop mount) and `<node>/logs` are bind-mounted, and the variables of `compose/*.yml`
-(ports, image, version, heap, memory limits, cgroup parent), also written to `compose.env` so the project can be
+(ports, image, version, heap, memory limits, cgroup parent, network mode), also written to `compose.env` so the project can be
 inspected or re-run by hand (`docker compose -p <project> -f <file> --env-file <work>/compose.env ps`).
 
 Every container gets an explicit memory limit (the machine's RAM) and memory+swap limit (twice that): effectively
@@ -50,6 +50,8 @@ class ComposeLayout:
     namesrv_port: int
     broker_ports: dict[str, tuple[int, int]]
     ha_master_address: str | None = None
+    network_mode: str = "host"
+    """compose `network_mode`: `container:<holder>` (the run's own namespace, harness/backends/compose_netns.py)"""
     mem_limits: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     @property
@@ -96,7 +98,8 @@ class ComposeLayout:
         """The variables of compose/rocketmq-*.yml."""
         out = {"ROCKETMQ_IMAGE": self.image, "ROCKETMQ_VERSION": self.version, "RMQ_CGROUP_PARENT": self.cgroup_parent,
                "RMQ_DATA_DIR": str(self.data_dir), "RMQ_CONF_DIR": str(self.conf_dir),
-               "RMQ_NAMESRV_PORT": str(self.namesrv_port), "HEAP_OPTS": self.heap, "JAVA_OPT_EXT": self.heap}
+               "RMQ_NAMESRV_PORT": str(self.namesrv_port), "HEAP_OPTS": self.heap, "JAVA_OPT_EXT": self.heap,
+               "RMQ_NETWORK_MODE": self.network_mode}
         for node in ("master", "slave"):
             out[f"RMQ_{node.upper()}_PORT"] = str(self.broker_ports[node][0])
         for node in NODES:

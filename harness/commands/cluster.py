@@ -55,12 +55,15 @@ def _up(args: argparse.Namespace) -> int:
     except BackendUnavailable as err:
         print(f"{args.scenario}: {err}", file=sys.stderr)
         return EXIT_INVALID
-    if runs[0].cluster.program == "apache":
-        from harness import netns
-        if not netns.inside():
-            netns.reexec_isolated()  # Apache brokers bind 0.0.0.0: only loopback in the namespace
+    from harness.commands.run import isolate, release_netns
+    code = isolate(args.scenario, runs)  # a namespace with only loopback for compose and Apache clusters
+    if code is not None:
+        return code
     if not args.detach:
-        return _hold(runs[0], args.out, None)
+        try:
+            return _hold(runs[0], args.out, None)
+        finally:
+            release_netns()
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:  # the holder: its own session, no terminal
@@ -71,8 +74,12 @@ def _up(args: argparse.Namespace) -> int:
             os.dup2(devnull, fd)
         code = 1
         try:
+            from faults.journal import default_state_dir
+            from harness.backends import compose_netns
+            compose_netns.adopt(default_state_dir().resolve())  # the namespace lives as long as this holder
             code = _hold(runs[0], args.out, write_fd)
         finally:
+            release_netns()
             os._exit(code)
     os.close(write_fd)
     with os.fdopen(read_fd, "r") as pipe:
@@ -163,6 +170,22 @@ def _down(args: argparse.Namespace) -> int:
     return status
 
 
+def _join_one_netns(state_dir, ids: list[str]) -> None:
+    """Join the network namespace the live clusters' brokers listen in, when there is exactly one other than this
+    process's (a compose run's holder, an Apache run's `unshare`); with several, those clusters show no figures."""
+    from faults.cluster_state import read_cluster_state
+    from harness import netns
+
+    owners = {}
+    for cid in ids:
+        owner = read_cluster_state(state_dir, cid).owner
+        inode = netns.netns_inode(owner.pid) if owner.alive() else None
+        if inode is not None and inode != netns.netns_inode():
+            owners[inode] = owner.pid
+    if len(owners) == 1:
+        netns.join_netns_of(next(iter(owners.values())))
+
+
 def _status(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
@@ -177,6 +200,7 @@ def _status(args: argparse.Namespace) -> int:
     if not ids:
         console.print(f"no cluster is up (state dir {state_dir})")
         return 0
+    _join_one_netns(state_dir, ids)
     for cid in ids:
         st = read_cluster_state(state_dir, cid)
         holder = "alive" if st.owner.alive() else "DEAD (run `rmq-chaos cleanup`)"

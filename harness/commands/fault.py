@@ -1,6 +1,7 @@
 """`rmq-chaos fault list|apply|verify|revert`: faults by hand on a running cluster. The nodes come from the cluster
 state file the harness writes (`$RMQ_CHAOS_STATE/clusters/<cluster-id>.json`); faults are journaled as owned by the
-process that keeps the cluster, so they outlive this command and `cleanup` reverts them once that process is gone."""
+process that keeps the cluster, so they outlive this command and `cleanup` reverts them once that process is gone. The command joins the network
+namespace of that process when it has one of its own (compose runs, Apache programs), where the brokers listen."""
 from __future__ import annotations
 
 import argparse
@@ -103,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
 
     from faults.errors import FaultError, FaultNotEffective, FaultRefused, FaultUnavailable
     from faults.journal import Journal, default_state_dir
+    from harness import netns
 
     console = Console(stderr=False)
     state = Path(args.state_dir) if args.state_dir else default_state_dir()
@@ -116,6 +118,7 @@ def run(args: argparse.Namespace) -> int:
             cls = fault_class(args.kind)
             params = cls.parse_params(_params(args))
             cluster = _cluster(state, args.cluster)
+            netns.join_netns_of(cluster.owner.pid)  # its brokers and relay listen in the holder's namespace
             journal = Journal(state, owner=cluster.owner)
             fault = cls(cluster.target(args.node, journal), params, journal=journal, emit=emit,
                         fault_id=args.fault_id)
@@ -127,6 +130,8 @@ def run(args: argparse.Namespace) -> int:
 
         journal = Journal(state)
         entry = _open_fault(journal, args.fault_id)
+        if entry.owner.alive():
+            netns.join_netns_of(entry.owner.pid)
         fault = fault_class(entry.data["kind"]).restore(entry, journal.with_owner(entry.owner), emit)
         result = fault.verify() if args.action == "verify" else fault.revert()
         _print(console, f"{args.action} {fault.fault_id}", result)

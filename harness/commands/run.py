@@ -66,18 +66,58 @@ def run(args: argparse.Namespace) -> int:
     except BackendUnavailable as err:
         print(f"{args.scenario}: {err}", file=sys.stderr)
         return EXIT_INVALID
-    if any(r.cluster.program == "apache" for r in runs):
-        from harness import netns
-        if not netns.inside():
-            netns.reexec_isolated()  # Apache brokers bind 0.0.0.0: the run gets a namespace with only loopback
+    code = isolate(args.scenario, runs)
+    if code is not None:
+        return code
     codes = []
-    for scenario in runs:
-        runner = Runner(scenario, args.out, keep_cluster=args.keep_cluster, analyze=not args.no_report)
-        result = runner.run()
-        codes.append(result.exit_code)
-        print(f"{scenario.name}: {result.status}, exit {result.exit_code}, {result.run_dir}"
-              + (f" ({result.error})" if result.error else ""), file=sys.stderr)
-        runner.hold_kept_cluster()
-        if result.status == STATUS_INTERRUPTED:
-            break
+    try:
+        for scenario in runs:
+            runner = Runner(scenario, args.out, keep_cluster=args.keep_cluster, analyze=not args.no_report)
+            result = runner.run()
+            codes.append(result.exit_code)
+            print(f"{scenario.name}: {result.status}, exit {result.exit_code}, {result.run_dir}"
+                  + (f" ({result.error})" if result.error else ""), file=sys.stderr)
+            runner.hold_kept_cluster()
+            if result.status == STATUS_INTERRUPTED:
+                break
+    finally:
+        release_netns()
     return combine(codes)
+
+
+def isolate(source: str, runs: list) -> int | None:
+    """Re-execute this command in a network namespace with only loopback when its runs need one (does not return
+    then): a compose run in its holder container's namespace (harness/backends/compose_netns.py), an Apache
+    program run of the local backend under `unshare --net` (harness/netns.py). Returns an exit code when that
+    cannot be done, None when this process already is where it should be."""
+    from harness import netns
+    from harness.backends import compose_netns
+
+    if netns.inside():
+        return None
+    compose = [r for r in runs if r.cluster.backend == "compose"]
+    if compose:
+        from faults.journal import default_state_dir
+        from harness.backends.compose_image import image_for
+
+        try:
+            compose_netns.enter(image_for(compose[0].cluster), default_state_dir().resolve())
+        except compose_netns.NetnsHolderError as err:
+            print(f"{source}: {err}", file=sys.stderr)
+            return EXIT_INVALID
+    if any(r.cluster.program == "apache" for r in runs):
+        netns.reexec_isolated()  # Apache brokers bind 0.0.0.0: the run gets a namespace with only loopback
+    return None
+
+
+def release_netns() -> None:
+    """Remove this process's network namespace holder, if it has one (compose runs)."""
+    from faults.journal import default_state_dir
+    from harness.backends import compose_netns
+
+    if compose_netns.holder():
+        try:
+            compose_netns.release(default_state_dir().resolve())
+        except Exception as err:  # noqa: BLE001 - the journal keeps it: `rmq-chaos cleanup` removes it later
+            print(f"network namespace holder {compose_netns.holder()}: {err} (`rmq-chaos cleanup` removes it)",
+                  file=sys.stderr)

@@ -1,6 +1,6 @@
 """Helpers of the compose tests: running `rmq-chaos` as a child with its own state dir and the locally built image,
 reading a run directory back, and measuring what a compose run could leave behind (containers, networks and volumes
-of its project, mounts and loop devices under the state dir, cgroup dirs, journal entries, cluster state files,
+of its project, its network namespace holder, mounts and loop devices under the state dir, cgroup dirs, journal entries, cluster state files,
 processes carrying our tags)."""
 from __future__ import annotations
 
@@ -17,10 +17,13 @@ import pyarrow.parquet as pq
 from faults.docker.ops import PROJECT_LABEL
 from faults.journal import Journal
 from faults.system.procs import TAG_ENV, tagged
+from harness.backends.compose_netns import STATE_LABEL
 
 REPO = Path(__file__).resolve().parents[2]
 TEST_IMAGE = "rmq-chaos/rocketmq-emulator:{version}"
 BUILD_SCRIPT = REPO / "compose" / "image" / "build-emulator-image.sh"
+JVM_BUILD_SCRIPT = REPO / "compose" / "image" / "build-jvm-image.sh"
+JVM_IMAGE = "rmq-chaos/rocketmq-jvm:{version}"
 
 
 def cli_env(state: Path, **extra: str) -> dict[str, str]:
@@ -68,8 +71,10 @@ def leftovers(state: Path, project: str) -> dict[str, list]:
     journal = Journal(state)
     entries = journal.entries() if (state / "journal.jsonl").exists() else []
     loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True, check=False).stdout.splitlines()
+    holders = {"label": f"{STATE_LABEL}={state.resolve()}"}
     return {
         "containers": [c.name for c in client.containers.list(all=True, filters=label)],
+        "netns_holders": [c.name for c in client.containers.list(all=True, filters=holders)],
         "networks": [n.name for n in client.networks.list(filters=label)],
         "volumes": [v.name for v in client.volumes.list(filters=label)],
         "mounts": [line for line in Path("/proc/mounts").read_text().splitlines() if str(state) in line],

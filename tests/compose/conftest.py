@@ -2,7 +2,10 @@
 one is started for the session with `--bridge=none --iptables=false --ip-masq=false --ip-forward=false`, a pidfile
 and our own empty config file, and stopped at the end), the test image built locally with no registry (cached by
 its tag and the fingerprint of its sources), and a check that iptables is left as it was found. A machine without
-docker.io, debootstrap or the compose binary fails these tests with a message saying so; they never skip."""
+docker.io, debootstrap or the compose binary fails these tests with a message saying so; they never skip.
+
+The JVM image (`jvm_image`) is built from the Apache RocketMQ binary distribution at `$ROCKETMQ_HOME`; where none is
+set (CI) the tests that need it skip, saying so."""
 from __future__ import annotations
 
 import os
@@ -11,9 +14,10 @@ import signal
 import subprocess
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
-from compose_support import BUILD_SCRIPT
+from compose_support import BUILD_SCRIPT, JVM_BUILD_SCRIPT, JVM_IMAGE
 
 DOCKERD_FLAGS = ["--bridge=none", "--iptables=false", "--ip-masq=false", "--ip-forward=false"]
 DOCKER_SOCKET = "unix:///var/run/docker.sock"
@@ -22,6 +26,7 @@ ENGINE_START_TIMEOUT_S = 60.0
 ENGINE_STOP_TIMEOUT_S = 30.0
 IMAGE_VERSIONS = ("4.9.1", "5.3.0")
 IMAGE_BUILD_TIMEOUT_S = 600.0
+JVM_BUILD_TIMEOUT_S = 900.0
 TOOLS = {"dockerd": "docker.io", "containerd": "docker.io", "runc": "docker.io", "debootstrap": "debootstrap"}
 
 
@@ -109,3 +114,31 @@ def test_image(docker_engine: None) -> str:
         pytest.fail(f"building the test image failed (exit {proc.returncode}): {proc.stderr.strip()[-2000:]}",
                     pytrace=False)
     return "rmq-chaos/rocketmq-emulator:{version}"
+
+
+def distribution() -> tuple[Path, str]:
+    """The Apache RocketMQ binary distribution at $ROCKETMQ_HOME and its version; skips the test without one."""
+    from harness.backends.programs import ROCKETMQ_HOME_ENV, distribution_version
+
+    home = os.environ.get(ROCKETMQ_HOME_ENV)
+    if not home:
+        pytest.skip(f"${ROCKETMQ_HOME_ENV} is not set: the JVM image is built from an Apache RocketMQ binary "
+                    "distribution, and none is on this machine")
+    version = distribution_version(Path(home))
+    if version is None:
+        pytest.skip(f"${ROCKETMQ_HOME_ENV}={home} is not an Apache RocketMQ binary distribution (no single "
+                    "lib/rocketmq-broker-<version>.jar)")
+    return Path(home), version
+
+
+@pytest.fixture(scope="session")
+def jvm_image(docker_engine: None) -> str:
+    """rmq-chaos/rocketmq-jvm:<version> built by compose/image/build-jvm-image.sh from $ROCKETMQ_HOME (a no-op when
+    it matches); skips where $ROCKETMQ_HOME is not set."""
+    home, version = distribution()
+    proc = subprocess.run([str(JVM_BUILD_SCRIPT), "--dist", str(home), version], capture_output=True, text=True,
+                          timeout=JVM_BUILD_TIMEOUT_S, check=False)
+    if proc.returncode != 0:
+        pytest.fail(f"building the JVM image from {home} failed (exit {proc.returncode}): "
+                    f"{proc.stderr.strip()[-2000:]}", pytrace=False)
+    return JVM_IMAGE.replace("{version}", version)

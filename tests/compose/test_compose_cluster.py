@@ -1,7 +1,9 @@
 """A compose cluster held by `rmq-chaos cluster up --backend compose --detach`, every fault through `rmq-chaos fault`
 on its containers (Docker API, the containers' cgroups, the host's loop mounts, the HA relay), each proven by the
 fault's own measurement and reverted; then the holder is SIGKILLed with a fault in effect and `rmq-chaos cleanup`
-must leave no container, network, volume, mount, loop device, cgroup, swap file, process or journal entry."""
+must leave no container (nor the holder of the run's network namespace), network, volume, mount, loop device, cgroup,
+swap file, process or journal entry. `rmq-chaos fault` and `cluster status` join the cluster's namespace to reach
+its brokers and relay."""
 from __future__ import annotations
 
 import json
@@ -91,8 +93,11 @@ def test_cluster_runs_as_containers_of_the_compose_file(cluster: Cluster) -> Non
         node = cluster.node(name)
         ct = engine.container(node["container"])
         assert ct.status == "running" and ct.labels["com.docker.compose.project"] == cluster.project
-        assert ct.attrs["HostConfig"]["NetworkMode"] == "host"
+        holder = info["netns"]["holder"]
+        assert ct.attrs["HostConfig"]["NetworkMode"] == f"container:{holder}" == info["network_mode"]
         pid = ct.attrs["State"]["Pid"]
+        assert Path(f"/proc/{pid}/ns/net").stat().st_ino == info["netns"]["inode"] != \
+            Path("/proc/self/ns/net").stat().st_ino, "the run's own namespace, not the host's"
         assert node["pids"]["pidfile"] and Path(node["pids"]["pidfile"]).read_text().split()[0] == str(pid)
         assert f"/rmq-chaos/{cluster.project}/{ct.id}" in Path(f"/proc/{pid}/cgroup").read_text()
         assert "Uid:\t3000" in Path(f"/proc/{pid}/status").read_text()
@@ -201,6 +206,7 @@ def test_holder_killed_with_a_fault_applied_then_cleanup_removes_everything(clus
     reverted = json.loads(report.stdout)["reverted"]
     kinds = [r["kind"] for r in reverted]
     assert kinds[0] == "fault:freeze" and "resource:compose_project" in kinds
+    assert kinds[-1] == "resource:netns_holder", "the namespace holder goes last, after the containers using it"
     assert next(r for r in reverted if r["kind"] == "fault:freeze")["undo"][0]["result"] == "unpaused"
     assert_nothing_left(cluster.state, cluster.project)
     ready = [e for e in events(cluster.run_dir) if e["event"] == "cluster_ready"]

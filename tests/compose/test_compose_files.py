@@ -1,6 +1,7 @@
 """The compose files and conf files of compose/, checked with the real `docker compose` v2 binary (`config`, which
 needs no engine): every file is valid with its defaults and with the variables the harness gives it; what they
-resolve to (host networking, ports, cgroup parent, limits, mounts); the 5.x file has the 4.x file's structure; the
+resolve to (host networking by hand, the run's namespace holder for the harness, ports, cgroup parent, limits,
+mounts); the 5.x file has the 4.x file's structure; the
 checked-in conf files are what the harness renders for the default ports."""
 from __future__ import annotations
 
@@ -29,7 +30,8 @@ def _config(file: Path, env: dict[str, str] | None = None) -> subprocess.Complet
 def _layout(tmp_path: Path, version: str = "4.9.1") -> ComposeLayout:
     return ComposeLayout(tmp_path, "rmq-chaos-test", "rmq-chaos/rocketmq-emulator:4.9.1", version,
                          "-Xms128m -Xmx128m -Xmn64m", "/rmq-chaos/rmq-chaos-test", 23456,
-                         {"master": (23460, 23461), "slave": (23470, 23471)}, "127.0.0.1:23480")
+                         {"master": (23460, 23461), "slave": (23470, 23471)}, "127.0.0.1:23480",
+                         network_mode="container:rmq-chaos-netns-test")
 
 
 def test_the_binary_is_the_real_one_with_a_real_exit_code(tmp_path: Path) -> None:
@@ -63,6 +65,7 @@ def test_every_compose_file_is_valid_with_the_harness_variables(file: Path, tmp_
     assert proc.returncode == 0, proc.stderr
     services = yaml.safe_load(proc.stdout)["services"]
     master = services["master"]
+    assert {svc["network_mode"] for svc in services.values()} == {"container:rmq-chaos-netns-test"}
     assert master["image"] == "rmq-chaos/rocketmq-emulator:4.9.1"
     assert master["cgroup_parent"] == "/rmq-chaos/rmq-chaos-test"
     assert master["environment"] == {"NAMESRV_ADDR": "127.0.0.1:23456", "HEAP_OPTS": "-Xms128m -Xmx128m -Xmn64m",
