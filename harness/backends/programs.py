@@ -7,7 +7,8 @@ files. Both get a small heap from the scenario: the emulator through `HEAP_OPTS`
 A distribution's version is read from its jars' names (`lib/rocketmq-broker-<version>.jar`, as in every
 rocketmq-all-<version>-bin-release); one that is not the scenario's `cluster.version` is refused before anything
 starts, as the compose backend refuses an image of another version: the run would record one version and run
-another."""
+another. `{version}` in `$ROCKETMQ_HOME` stands for `cluster.version`
+(`ROCKETMQ_HOME=/opt/rocketmq-{version}` serves every run of a matrix over versions)."""
 from __future__ import annotations
 
 import os
@@ -49,6 +50,8 @@ class Program:
         if kind == "emulator":
             return cls("emulator")
         home = os.environ.get(ROCKETMQ_HOME_ENV)
+        if home and version is not None:
+            home = home.replace("{version}", version)  # one setting for a matrix over versions
         if not home:
             raise ProgramError(f"cluster.program is apache but ${ROCKETMQ_HOME_ENV} is not set; set it to an "
                                "unpacked rocketmq-all-<version>-bin-release directory")

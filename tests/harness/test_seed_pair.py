@@ -146,15 +146,20 @@ def _fake_distribution(home: Path, version: str) -> None:
     (home / "lib" / f"rocketmq-broker-{version}.jar").write_bytes(b"")
 
 
-@pytest.mark.parametrize("command", [["run"], ["cluster", "up"]])
-def test_apache_distribution_of_another_version_is_refused(tmp_path: Path, command: list[str]) -> None:
+@pytest.mark.parametrize(("command", "home_setting"), [(["run"], "rocketmq-4.9.3"), (["cluster", "up"], "rocketmq-4.9.3"),
+                                                      (["run"], "rocketmq-{version}")])
+def test_apache_distribution_of_another_version_is_refused(tmp_path: Path, command: list[str],
+                                                           home_setting: str) -> None:
     home = tmp_path / "rocketmq-4.9.3"
     _fake_distribution(home, "4.9.3")
+    if "{version}" in home_setting:  # resolves to rocketmq-4.9.1, which holds a 4.9.3 distribution
+        home = tmp_path / "rocketmq-4.9.1"
+        _fake_distribution(home, "4.9.3")
     scenario = tmp_path / "s.yaml"
     scenario.write_text('name: a\ncluster: {version: "4.9.1"}\nphases: [{name: x, duration: 1s}]\n')
     state = tmp_path / "state"
     proc = rmq_chaos([*command, str(scenario), "--program", "apache", "--out", str(tmp_path / "runs")], state,
-                     stderr=subprocess.PIPE, text=True, env_set={"ROCKETMQ_HOME": str(home)})
+                     stderr=subprocess.PIPE, text=True, env_set={"ROCKETMQ_HOME": str(tmp_path / home_setting)})
     err = proc.communicate(timeout=60)[1]
     assert proc.returncode == 2
     assert err.splitlines() == [f"{scenario}: $ROCKETMQ_HOME={home} is RocketMQ 4.9.3 but cluster.version is 4.9.1; "
