@@ -202,10 +202,13 @@ class LocalBackend:
         dirs = {n: [p for p in paths if p.is_dir()] for n, paths in self.log_sources.items()}
         copy_node_logs(dirs, self.rd.layout.logs)
         for n, paths in self.log_sources.items():
-            for p in paths:
+            gc_logs = self.program.gc_logs(getattr(self.nodes.get(n), "started_pids", []))
+            for p in [*paths, *gc_logs]:
                 if p.is_file():
                     (self.rd.layout.logs / n).mkdir(parents=True, exist_ok=True)
                     (self.rd.layout.logs / n / p.name).write_bytes(p.read_bytes())
+            for p in gc_logs:  # the node's own files outside its directory: moved, not left behind
+                p.unlink(missing_ok=True)
 
     # --- down -------------------------------------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ from pathlib import Path
 ROCKETMQ_HOME_ENV = "ROCKETMQ_HOME"
 APACHE_BIN = {"namesrv": "bin/mqnamesrv", "broker": "bin/mqbroker"}
 PATH_ENV = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+JVM_GC_LOG_DIR = "/dev/shm"
 VERSION_JAR = re.compile(r"^rocketmq-broker-(\d+\.\d+\.\d+)\.jar$")
 
 
@@ -91,3 +92,11 @@ class Program:
 
     def log_dirs(self, node_dir: Path, log_dir: Path) -> list[Path]:
         return [log_dir] if self.kind == "emulator" else [node_dir / "logs" / "rocketmqlogs"]
+
+    def gc_logs(self, pids: list[int]) -> list[Path]:
+        """The JVM GC logs (with `-Xlog:...safepoint` where the distribution logs safepoints) that Apache's scripts
+        write outside the node's directory, to `/dev/shm/rmq_{broker,srv}_gc_<pid>_<time>.log`; none for the
+        emulator (its `gc.log` is in its log directory)."""
+        if self.kind != "apache":
+            return []
+        return sorted(p for pid in pids for p in Path(JVM_GC_LOG_DIR).glob(f"rmq_*_gc_{pid}_*.log*"))

@@ -33,6 +33,8 @@ class ProcessNode:
     ready_port: int | None = None
     stop_timeout_s: float = 10.0
     process: ManagedProcess | None = field(default=None, repr=False)
+    started_pids: list[int] = field(default_factory=list, repr=False)
+    """every pid this object started (a restart adds one): where a program's per-pid files are found"""
 
     @property
     def pid_source(self) -> PidFile:
@@ -55,6 +57,7 @@ class ProcessNode:
                              cwd=self.cwd, log_path=self.log_path, run_id=self.run_id,
                              extra_undo=[{"op": "rm", "path": self.pidfile}])
         self.pid_source.write(self.process.proc)
+        self.started_pids.append(self.process.proc.pid)
 
     def stop(self) -> None:
         """SIGTERM, SIGKILL after `stop_timeout_s`; waits until it is gone. Also ends the process the pidfile names

@@ -124,3 +124,17 @@ def test_matrix_run_ids_are_safe_names(tmp_path: Path) -> None:
     ids = [RunDir.create(tmp_path, s).run_id for s in combos]
     assert [s.name for s in combos] == ["transient-store-pool.pool=on", "transient-store-pool.pool=off"]
     assert [i.split("-", 1)[1] for i in ids] == ["transient-store-pool.pool_on", "transient-store-pool.pool_off"]
+
+
+def test_apache_gc_logs_are_found_by_the_pids_a_node_had(tmp_path: Path, monkeypatch) -> None:
+    from harness.backends import programs
+
+    monkeypatch.setattr(programs, "JVM_GC_LOG_DIR", str(tmp_path))
+    for name in ("rmq_broker_gc_4242_2026-11-23_15-06-40.log", "rmq_srv_gc_4343_2026-11-23_15-06-37.log",
+                 "rmq_broker_gc_42_2026-11-23_15-06-40.log", "rmq_broker_gc_4242_x.log.0"):
+        (tmp_path / name).write_text("[safepoint] ...")
+    apache = programs.Program("apache", tmp_path)
+    assert [p.name for p in apache.gc_logs([4242, 4343])] == [
+        "rmq_broker_gc_4242_2026-11-23_15-06-40.log", "rmq_broker_gc_4242_x.log.0",
+        "rmq_srv_gc_4343_2026-11-23_15-06-37.log"]
+    assert programs.Program("emulator").gc_logs([4242]) == []
