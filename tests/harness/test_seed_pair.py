@@ -15,9 +15,9 @@ pytestmark = [pytest.mark.root, pytest.mark.spark]
 RUN_TIMEOUT_S = 420
 
 
-def _run(scenario: str, tmp_path: Path) -> tuple[int, Path, Path]:
+def _run(scenario: str, tmp_path: Path, args: tuple[str, ...] = ()) -> tuple[int, Path, Path]:
     state, out = tmp_path / "state", tmp_path / "runs"
-    proc = rmq_chaos(["run", str(REPO / "scenarios" / scenario), "--out", str(out)], state)
+    proc = rmq_chaos(["run", str(REPO / "scenarios" / scenario), "--out", str(out), *args], state)
     try:
         code = proc.wait(RUN_TIMEOUT_S)
     finally:
@@ -68,8 +68,8 @@ def _acked_after_fault_not_on_slave(requests: list[dict], readback: list[dict], 
     return sum(1 for r in acked if r["key"] not in on_slave)
 
 
-def test_slave_readonly_default(tmp_path: Path) -> None:
-    code, run_dir, state = _run("slave-readonly-default.yaml", tmp_path)
+def test_slave_readonly_default(tmp_path: Path, args: tuple[str, ...] = ()) -> None:
+    code, run_dir, state = _run("slave-readonly-default.yaml", tmp_path, args)
     requests, phase_start, readback = _common(run_dir, state)
     assert code == 0, "every expectation of the scenario held (report/verdict.json)"
     ro = phase_start["readonly"]
@@ -84,8 +84,8 @@ def test_slave_readonly_default(tmp_path: Path) -> None:
     assert _acked_after_fault_not_on_slave(requests, readback, ro) >= 1
 
 
-def test_slave_readonly_fallbehind_1m(tmp_path: Path) -> None:
-    code, run_dir, state = _run("slave-readonly-fallbehind-1m.yaml", tmp_path)
+def test_slave_readonly_fallbehind_1m(tmp_path: Path, args: tuple[str, ...] = ()) -> None:
+    code, run_dir, state = _run("slave-readonly-fallbehind-1m.yaml", tmp_path, args)
     requests, phase_start, readback = _common(run_dir, state)
     cluster = json.loads((run_dir / "cluster.json").read_text())
     assert cluster["effective_config"]["master"]["haSlaveFallbehindMax"] == "1048576"
@@ -105,22 +105,11 @@ def test_slave_readonly_fallbehind_1m(tmp_path: Path) -> None:
                     reason="needs an Apache RocketMQ 4.9.1 binary distribution at $ROCKETMQ_HOME; none can be "
                            "downloaded on the build machines, so the apache program path is exercised only where "
                            "one is installed")
-def test_slave_readonly_default_on_apache(tmp_path: Path) -> None:
-    text = (REPO / "scenarios" / "slave-readonly-default.yaml").read_text()
-    scenario = tmp_path / "apache.yaml"
-    scenario.write_text(text.replace("cluster:\n", "cluster:\n  program: apache\n", 1))
-    state, out = tmp_path / "state", tmp_path / "runs"
-    proc = rmq_chaos(["run", str(scenario), "--out", str(out)], state)
-    try:
-        code = proc.wait(RUN_TIMEOUT_S)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        rmq_chaos(["cleanup"], state).wait(120)
-    run_dir = run_dir_of(out)
-    _common(run_dir, state)
-    assert code == 0
+@pytest.mark.parametrize("check", [test_slave_readonly_default, test_slave_readonly_fallbehind_1m],
+                         ids=["default", "fallbehind-1m"])
+def test_seed_pair_on_apache(tmp_path: Path, check) -> None:
+    """The same scenario files and the same assertions on the real broker (`--program apache`)."""
+    check(tmp_path, ("--program", "apache"))
 
 
 def test_apache_program_without_rocketmq_home_starts_nothing(tmp_path: Path) -> None:
