@@ -50,6 +50,7 @@ def test_every_compose_file_is_valid_with_its_defaults(file: Path) -> None:
     for name, svc in services.items():
         assert svc["network_mode"] == "host", name
         assert svc["healthcheck"]["test"][:3] == ["CMD", "bash", "-c"]
+        assert svc["healthcheck"]["interval"] == "1s", name
     assert services["master"]["depends_on"]["namesrv"]["condition"] == "service_healthy"
     assert services["slave"]["depends_on"]["master"]["condition"] == "service_healthy"
     major = file.stem.split("-")[1]
@@ -66,6 +67,7 @@ def test_every_compose_file_is_valid_with_the_harness_variables(file: Path, tmp_
     services = yaml.safe_load(proc.stdout)["services"]
     master = services["master"]
     assert {svc["network_mode"] for svc in services.values()} == {"container:rmq-chaos-netns-test"}
+    assert {svc["healthcheck"]["interval"] for svc in services.values()} == {"5s"}
     assert master["image"] == "rmq-chaos/rocketmq-emulator:4.9.1"
     assert master["cgroup_parent"] == "/rmq-chaos/rmq-chaos-test"
     assert master["environment"] == {"NAMESRV_ADDR": "127.0.0.1:23456", "HEAP_OPTS": "-Xms128m -Xmx128m -Xmn64m",
