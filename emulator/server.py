@@ -170,7 +170,8 @@ class RemotingServer:
                 processor.process(channel, cmd)
             except Exception as e:  # the Java server answers SYSTEM_ERROR with the exception's simple description
                 broker_log.exception("process request exception")
-                channel.respond(cmd, ResponseCode.SYSTEM_ERROR, f"{type(e).__name__}: {e}")
+                channel.respond(cmd, ResponseCode.SYSTEM_ERROR,
+                                getattr(e, "java_desc", None) or f"{type(e).__name__}: {e}")
 
         if route.executor is None:
             run()

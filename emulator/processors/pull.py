@@ -1,6 +1,11 @@
 """`PullMessageProcessor` (PULL_MESSAGE): messages of one queue from an offset, the stored bytes concatenated in the
 body, status and suggested broker as 4.9.1 answers them; a slave answers PULL_RETRY_IMMEDIATELY unless
-`slaveReadEnable`. Long polling is not modelled: a pull that finds nothing is answered at once."""
+`slaveReadEnable`. Long polling is not modelled: a pull that finds nothing is answered at once.
+
+As 4.9.1's `readGetMessageResult` (messages copied through the heap, `transferMsgByHeap`), each found message's
+sysFlag is read at `MessageDecoder.SYSFLAG_POSITION`: a consume-queue entry a read-only slave never wrote (offset 0,
+size 0, its write position advanced anyway) yields an empty buffer there, and the pull is answered SYSTEM_ERROR with
+`java.lang.IndexOutOfBoundsException`, as the real 4.9.1 slave answered the read-back after the fault."""
 from __future__ import annotations
 
 from emulator.processors.context import BrokerContext
@@ -11,6 +16,7 @@ from remoting.command import RemotingCommand
 
 FAQ = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
 SUBSCRIPTION_FLAG = 0x4
+SYSFLAG_POSITION = 4 + 4 + 4 + 4 + 4 + 8 + 8  # MessageDecoder.SYSFLAG_POSITION
 STATUS_CODES = {
     "FOUND": ResponseCode.SUCCESS,
     "MESSAGE_WAS_REMOVING": ResponseCode.PULL_RETRY_IMMEDIATELY,
@@ -20,6 +26,13 @@ STATUS_CODES = {
     "OFFSET_OVERFLOW_ONE": ResponseCode.PULL_NOT_FOUND,
     "OFFSET_TOO_SMALL": ResponseCode.PULL_OFFSET_MOVED,
 }
+
+
+class BufferIndexOutOfBounds(IndexError):
+    """`ByteBuffer.getInt(index)` past a buffer's limit; `java_desc` is the remark the server answers with
+    (`RemotingHelper.exceptionSimpleDesc` on the JDK 17 the real broker ran on)."""
+
+    java_desc = "java.lang.IndexOutOfBoundsException, java.base/java.nio.Buffer.checkIndex(Buffer.java:749)"
 
 
 class PullMessageProcessor(Processor):
@@ -66,5 +79,8 @@ class PullMessageProcessor(Processor):
             messages = []
         fields = {"suggestWhichBrokerId": "0", "nextBeginOffset": str(next_begin), "minOffset": str(lo),
                   "maxOffset": str(hi)}
+        if code == ResponseCode.SUCCESS and config.get_bool("transferMsgByHeap") and \
+                any(len(m) < SYSFLAG_POSITION + 4 for m in messages):
+            raise BufferIndexOutOfBounds(f"index {SYSFLAG_POSITION} of a message buffer shorter than that")
         body = b"".join(messages) if code == ResponseCode.SUCCESS else b""
         channel.respond(request, code, status, fields, body)
