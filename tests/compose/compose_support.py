@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
+import pytest
 
 from faults.docker.ops import PROJECT_LABEL
 from faults.journal import Journal
@@ -24,6 +25,7 @@ TEST_IMAGE = "rmq-chaos/rocketmq-emulator:{version}"
 BUILD_SCRIPT = REPO / "compose" / "image" / "build-emulator-image.sh"
 JVM_BUILD_SCRIPT = REPO / "compose" / "image" / "build-jvm-image.sh"
 JVM_IMAGE = "rmq-chaos/rocketmq-jvm:{version}"
+JVM_BUILD_TIMEOUT_S = 900.0
 
 
 def cli_env(state: Path, **extra: str) -> dict[str, str]:
@@ -101,3 +103,19 @@ def assert_nothing_left(state: Path, project: str, deadline_s: float = 30.0) -> 
 
 def project_of(run_dir: Path) -> str:
     return json.loads((run_dir / "cluster.json").read_text())["compose_project"]
+
+
+def distribution() -> tuple[Path, str]:
+    """The Apache RocketMQ binary distribution at $ROCKETMQ_HOME and its version; skips the test without one."""
+    from harness.backends.programs import ROCKETMQ_HOME_ENV, distribution_version
+
+    home = os.environ.get(ROCKETMQ_HOME_ENV)
+    if not home:
+        pytest.skip(f"${ROCKETMQ_HOME_ENV} is not set: the JVM image is built from an Apache RocketMQ binary "
+                    "distribution, and none is on this machine")
+    version = distribution_version(Path(home))
+    if version is None:
+        pytest.skip(f"${ROCKETMQ_HOME_ENV}={home} is not an Apache RocketMQ binary distribution (no single "
+                    "lib/rocketmq-broker-<version>.jar)")
+    return Path(home), version
+

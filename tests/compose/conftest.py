@@ -14,10 +14,9 @@ import signal
 import subprocess
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-from compose_support import BUILD_SCRIPT, JVM_BUILD_SCRIPT, JVM_IMAGE
+from compose_support import BUILD_SCRIPT, JVM_BUILD_SCRIPT, JVM_BUILD_TIMEOUT_S, JVM_IMAGE, distribution
 
 DOCKERD_FLAGS = ["--bridge=none", "--iptables=false", "--ip-masq=false", "--ip-forward=false"]
 DOCKER_SOCKET = "unix:///var/run/docker.sock"
@@ -26,7 +25,6 @@ ENGINE_START_TIMEOUT_S = 60.0
 ENGINE_STOP_TIMEOUT_S = 30.0
 IMAGE_VERSIONS = ("4.9.1", "5.3.0")
 IMAGE_BUILD_TIMEOUT_S = 600.0
-JVM_BUILD_TIMEOUT_S = 900.0
 TOOLS = {"dockerd": "docker.io", "containerd": "docker.io", "runc": "docker.io", "debootstrap": "debootstrap"}
 
 
@@ -114,21 +112,6 @@ def test_image(docker_engine: None) -> str:
         pytest.fail(f"building the test image failed (exit {proc.returncode}): {proc.stderr.strip()[-2000:]}",
                     pytrace=False)
     return "rmq-chaos/rocketmq-emulator:{version}"
-
-
-def distribution() -> tuple[Path, str]:
-    """The Apache RocketMQ binary distribution at $ROCKETMQ_HOME and its version; skips the test without one."""
-    from harness.backends.programs import ROCKETMQ_HOME_ENV, distribution_version
-
-    home = os.environ.get(ROCKETMQ_HOME_ENV)
-    if not home:
-        pytest.skip(f"${ROCKETMQ_HOME_ENV} is not set: the JVM image is built from an Apache RocketMQ binary "
-                    "distribution, and none is on this machine")
-    version = distribution_version(Path(home))
-    if version is None:
-        pytest.skip(f"${ROCKETMQ_HOME_ENV}={home} is not an Apache RocketMQ binary distribution (no single "
-                    "lib/rocketmq-broker-<version>.jar)")
-    return Path(home), version
 
 
 @pytest.fixture(scope="session")

@@ -1,24 +1,50 @@
 """The seed pair through the compose backend: the same scenario files as the local backend's end-to-end test
 (slave store read-only under load on 4.9.1, default vs lowered haSlaveFallbehindMax), run with `--backend compose`
-on the locally built image, must reach the same verdicts (every expectation held) and show the same mechanisms;
-metrics come from the Docker stats API, logs from the containers; nothing may be left afterwards."""
+on the locally built emulator image and, where $ROCKETMQ_HOME holds an Apache RocketMQ 4.9.1 binary distribution, on
+the JVM image built from it (skipped otherwise, as in CI), must reach the same verdicts (every expectation held) and
+show the same mechanisms; metrics come from the Docker stats API, logs from the containers; nothing may be left
+afterwards (nor the run's network namespace holder)."""
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
 import pytest
-from compose_support import REPO, assert_nothing_left, events, rmq_chaos, rmq_chaos_run, rows, run_dir_of
+from compose_support import (
+    REPO,
+    TEST_IMAGE,
+    assert_nothing_left,
+    distribution,
+    events,
+    rmq_chaos,
+    rmq_chaos_run,
+    rows,
+    run_dir_of,
+)
 
 from harness.backends.compose_layout import project_name
 
 pytestmark = [pytest.mark.root, pytest.mark.docker, pytest.mark.spark]
-RUN_TIMEOUT_S = 420
+RUN_TIMEOUT_S = 600
+VERSION = "4.9.1"
 
 
-def _run(scenario: str, tmp_path: Path) -> tuple[int, Path, Path]:
+@pytest.fixture(params=["emulator", "jvm"])
+def image(request: pytest.FixtureRequest) -> str:
+    """The emulator image (always), the JVM image built from $ROCKETMQ_HOME (where it is a 4.9.1 distribution)."""
+    if request.param == "emulator":
+        request.getfixturevalue("test_image")
+        return TEST_IMAGE.replace("{version}", VERSION)
+    home, version = distribution()
+    if version != VERSION:
+        pytest.skip(f"$ROCKETMQ_HOME={home} is RocketMQ {version}; the seed pair is {VERSION}")
+    return request.getfixturevalue("jvm_image")
+
+
+def _run(scenario: str, tmp_path: Path, image: str) -> tuple[int, Path, Path]:
     state, out = tmp_path / "state", tmp_path / "runs"
-    proc = rmq_chaos(["run", str(REPO / "scenarios" / scenario), "--backend", "compose", "--out", str(out)], state)
+    proc = rmq_chaos(["run", str(REPO / "scenarios" / scenario), "--backend", "compose", "--image", image, "--out",
+                      str(out)], state)
     try:
         code = proc.wait(RUN_TIMEOUT_S)
     finally:
@@ -29,7 +55,7 @@ def _run(scenario: str, tmp_path: Path) -> tuple[int, Path, Path]:
     return code, run_dir_of(out), state
 
 
-def _common(run_dir: Path, state: Path) -> tuple[list[dict], dict[str, int], list[dict]]:
+def _common(run_dir: Path, state: Path, image: str) -> tuple[list[dict], dict[str, int], list[dict]]:
     ev = events(run_dir)
     assert ev[-1]["event"] == "run_end" and ev[-1]["status"] == "completed", ev[-1]
     assert [e["backend"] for e in ev if e["event"] in ("cluster_up", "cluster_ready", "cluster_down")] == \
@@ -40,7 +66,9 @@ def _common(run_dir: Path, state: Path) -> tuple[list[dict], dict[str, int], lis
         ("revert", "ok")]
     assert fault[3]["evidence"]["write_errno"] == "EROFS"
     cluster = json.loads((run_dir / "cluster.json").read_text())
-    assert cluster["backend"] == "compose" and cluster["image"] == "rmq-chaos/rocketmq-emulator:4.9.1"
+    assert cluster["backend"] == "compose" and cluster["image"] == image
+    assert cluster["network_mode"] == f"container:{cluster['netns']['holder']}" and cluster["netns"]["interfaces"] == \
+        ["lo"]
     assert {n["name"]: bool(n["container"]) for n in cluster["nodes"]} == {"namesrv": True, "master": True,
                                                                            "slave": True}
     requests = rows(run_dir / "requests")
@@ -54,7 +82,10 @@ def _common(run_dir: Path, state: Path) -> tuple[list[dict], dict[str, int], lis
     before = [m for m in metrics if m["ts_ns"] < phase_start["readonly"] and m["rss_bytes"] is not None]
     assert {m["node"] for m in before} == {"namesrv", "master", "slave"}, "docker stats figures for every node"
     assert any(m["cpu_percent"] for m in before if m["node"] == "master")
-    assert any(m["write_bytes_per_s"] for m in metrics if m["node"] == "master"), "SYNC_FLUSH writes are seen"
+    if cluster["image_program"] == "emulator":
+        # the JVM writes its commit log through a mapping: most of it is written back by the kernel's flusher, which
+        # cgroup v1 does not charge to the container (some runs of the JVM image showed none)
+        assert any(m["write_bytes_per_s"] for m in metrics if m["node"] == "master"), "the master's writes are seen"
     assert max(m["slave_fallbehind_bytes"] or 0 for m in metrics) > 0, "the slave fell behind after the cliff"
     for node in ("master", "slave", "namesrv"):
         assert (run_dir / "logs" / node / "stdout.log").stat().st_size > 0, f"container logs of {node}"
@@ -74,9 +105,9 @@ def _acked_after_fault_not_on_slave(requests: list[dict], readback: list[dict], 
     return sum(1 for r in acked if r["key"] not in on_slave)
 
 
-def test_slave_readonly_default_through_compose(tmp_path: Path, test_image: str) -> None:
-    code, run_dir, state = _run("slave-readonly-default.yaml", tmp_path)
-    requests, phase_start, readback = _common(run_dir, state)
+def test_slave_readonly_default_through_compose(tmp_path: Path, image: str) -> None:
+    code, run_dir, state = _run("slave-readonly-default.yaml", tmp_path, image)
+    requests, phase_start, readback = _common(run_dir, state, image)
     assert code == 0, "every expectation of the scenario held, as on the local backend"
     ro = phase_start["readonly"]
     during = [r for r in requests if r["phase"] == "readonly"]
@@ -88,9 +119,9 @@ def test_slave_readonly_default_through_compose(tmp_path: Path, test_image: str)
     assert _acked_after_fault_not_on_slave(requests, readback, ro) >= 1
 
 
-def test_slave_readonly_fallbehind_1m_through_compose(tmp_path: Path, test_image: str) -> None:
-    code, run_dir, state = _run("slave-readonly-fallbehind-1m.yaml", tmp_path)
-    requests, phase_start, readback = _common(run_dir, state)
+def test_slave_readonly_fallbehind_1m_through_compose(tmp_path: Path, image: str) -> None:
+    code, run_dir, state = _run("slave-readonly-fallbehind-1m.yaml", tmp_path, image)
+    requests, phase_start, readback = _common(run_dir, state, image)
     cluster = json.loads((run_dir / "cluster.json").read_text())
     assert cluster["effective_config"]["master"]["haSlaveFallbehindMax"] == "1048576"
     assert code == 0, "every expectation of the scenario held, as on the local backend"
