@@ -10,12 +10,14 @@ the phase start with `rmq-chaos fault apply`, stops the load at the end of the l
 namespace with only loopback (the 4.9.1 brokers bind 0.0.0.0; `harness/netns.py`), with a temporary state dir.
 
     sudo ROCKETMQ_HOME=/work/rmq-dist/rocketmq-4.9.1 .venv/bin/python benchmarks/java_vs_python_outcomes.py \\
-        --rounds 2 --order java-own,python,java-shared --out /work/runs-java
+        --rounds 2 --order java-own,python-own,java-shared,python-shared --out /work/runs-java
     .venv/bin/python benchmarks/java_vs_python_outcomes.py --analyze /work/runs-java/<dir>...   # tables only
 
 `--order` names the runs of one round: `java-own` (the probe in its own client instance, as the field incident's
-probe program and as the Python load's own Producer per client), `java-shared` (the probe's producer has the flood's
-instanceName: the same MQClientInstance, the same channel to the broker), `python`. Tables: per phase (warm-up
+probe program was), `java-shared` (the probe's producer has the flood's instanceName: the same MQClientInstance, the
+same channel to the broker), `python-own` (the scenario as it is: its probe names its own `instance`), `python-shared`
+(a copy of the scenario whose probe has `instance: flood`). The scenario is copied once per batch, so edits made to
+it meanwhile do not mix into the batch. Tables: per phase (warm-up
 excluded; the fault's phase also split at `--split-s`) and client, the count of each outcome class (word, and the
 response code of an MQClientException / MQBrokerException), one column per run; `--detail` adds the cause of each
 MQClientException and the median time to the failure."""
@@ -42,7 +44,7 @@ sys.path.insert(0, str(REPO))
 FLOOD_PROBE = REPO / "benchmarks" / "java" / "FloodProbe.java"
 RMQ_CHAOS = [sys.executable, "-m", "harness.cli"]
 READY_TIMEOUT_S = 120.0
-RUN_KINDS = ("java-own", "java-shared", "python")
+RUN_KINDS = ("java-own", "java-shared", "python-own", "python-shared")
 FAULT_APPLY_LEAD = """import sys
 from harness.cli import main
 import faults.registry, faults.cluster_state, rich.console  # noqa: F401  (imported before the cue)
@@ -57,16 +59,18 @@ def main() -> int:
     parser.add_argument("--scenario", default=str(REPO / "scenarios" / "slave-readonly-default.yaml"))
     parser.add_argument("--rocketmq-home", default=os.environ.get("ROCKETMQ_HOME"))
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--order", default="java-own,python", help=f"runs of one round, from {', '.join(RUN_KINDS)}")
+    parser.add_argument("--order", default="java-own,python-own",
+                        help=f"runs of one round, from {', '.join(RUN_KINDS)}")
     parser.add_argument("--out", default="/work/runs-java")
     parser.add_argument("--split-s", type=float, default=15.0, help="split the fault's phase this far in")
     parser.add_argument("--detail", action="store_true", help="also MQClientException causes and failure times")
+    parser.add_argument("--compact", action="store_true", help="one table for every phase and client")
     parser.add_argument("--analyze", nargs="+", metavar="DIR", help="only print the tables of these result dirs")
     args = parser.parse_args()
     if args.analyze:
-        print(report([Path(d) for d in args.analyze], args.split_s, args.detail))
+        print(report([Path(d) for d in args.analyze], args.split_s, args.detail, args.compact))
         return 0
-    order = [k.strip() for k in args.order.split(",") if k.strip()]
+    order = [{"python": "python-own"}.get(k.strip(), k.strip()) for k in args.order.split(",") if k.strip()]
     bad = [k for k in order if k not in RUN_KINDS]
     if bad:
         parser.error(f"--order: {', '.join(bad)}; allowed: {', '.join(RUN_KINDS)}")
@@ -84,6 +88,7 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     batch = out / time.strftime("%Y%m%dT%H%M%S")
     batch.mkdir()
+    scenarios = snapshot_scenario(Path(args.scenario), batch)
     done: list[Path] = []
     for r in range(1, args.rounds + 1):
         for kind in order:
@@ -94,18 +99,35 @@ def main() -> int:
             log(f"round {r}: {kind} -> {run_dir} (load average {os.getloadavg()[0]:.2f})")
             before = leftovers(state)
             try:
-                if kind == "python":
-                    python_run(args.scenario, run_dir)
+                program, probe = kind.split("-")
+                if program == "python":
+                    python_run(scenarios[probe], run_dir, kind)
                 else:
-                    java_run(args.scenario, run_dir, kind.split("-")[1])
+                    java_run(scenarios["own"], run_dir, probe)
                 done.append(run_dir)
             finally:
                 check_clean(state, run_dir, before)
             print(report([run_dir], args.split_s, args.detail), flush=True)
-    text = report(done, args.split_s, args.detail)
+    text = report(done, args.split_s, args.detail, args.compact)
     (batch / "report.md").write_text(text)
     print(text)
     return 0
+
+
+def snapshot_scenario(path: Path, batch: Path) -> dict[str, str]:
+    """The scenario as it is now (others may edit the file meanwhile), and a copy whose probe shares the flood's
+    client instance (`instance: flood`) for the python-shared runs."""
+    import yaml
+
+    own = batch / "scenario.yaml"
+    own.write_text(path.read_text())
+    data = yaml.safe_load(own.read_text())
+    for client in data["load"]["clients"]:
+        if client["name"] == "probe":
+            client["instance"] = "flood"
+    shared = batch / "scenario-probe-shares-flood-instance.yaml"
+    shared.write_text(yaml.safe_dump(data, sort_keys=False))
+    return {"own": str(own), "shared": str(shared)}
 
 
 def log(text: str) -> None:
@@ -178,7 +200,8 @@ def java_run(scenario_path: str, run_dir: Path, probe_mode: str) -> None:
         for phase in scenario.phases:
             armed = [arm_fault(f, run_dir) for f in phase.faults]
             sleep_until(at)
-            start = {"name": phase.name, "start_wall_ns": time.time_ns(), "duration_s": phase.duration}
+            start = {"name": phase.name, "start_wall_ns": time.time_ns(), "duration_s": phase.duration,
+                     "faults": [f.id for f in phase.faults]}
             for _, lead in armed:
                 lead.stdin.write("go\n")
                 lead.stdin.flush()
@@ -235,14 +258,14 @@ def read_jsonl(path: Path) -> list[dict]:
 
 # -- a Python run ----------------------------------------------------------------------------------------------------
 
-def python_run(scenario_path: str, run_dir: Path) -> None:
+def python_run(scenario_path: str, run_dir: Path, kind: str) -> None:
     proc = rmq_chaos("run", scenario_path, "--program", "apache", "--no-report", "--out", str(run_dir), check=False,
                      timeout=900)
     (run_dir / "run.txt").write_text(proc.stdout + proc.stderr)
     made = [d for d in run_dir.iterdir() if (d / "events.jsonl").exists()]
     if not made:
         raise RuntimeError(f"rmq-chaos run: exit {proc.returncode}, no run directory\n{proc.stderr[-2000:]}")
-    meta = {"kind": "python", "run_dir": str(made[0]), "run_id": made[0].name, "exit": proc.returncode, "load_average": os.getloadavg()}
+    meta = {"kind": kind, "run_dir": str(made[0]), "run_id": made[0].name, "exit": proc.returncode, "load_average": os.getloadavg()}
     (run_dir / "run.json").write_text(json.dumps(meta, indent=1))
 
 
@@ -277,7 +300,7 @@ def check_clean(state: Path, run_dir: Path, before: set[str]) -> None:
 def load_rows(run_dir: Path) -> tuple[str, list[tuple[str, float, float]], list[dict]]:
     """(kind, phase windows [(name, start_ns, end_ns)], rows {client, start_ns, end_ns, outcome, code, remark})."""
     meta = json.loads((run_dir / "run.json").read_text())
-    if meta["kind"] == "python":
+    if meta["kind"].startswith("python"):
         import pyarrow.parquet as pq
 
         rd = Path(meta["run_dir"])
@@ -288,7 +311,7 @@ def load_rows(run_dir: Path) -> tuple[str, list[tuple[str, float, float]], list[
         table = pq.read_table(sorted((rd / "requests").glob("*.parquet")), columns=cols).to_pylist()
         rows = [{"client": t["client"], "start_ns": t["start_ns"], "end_ns": t["end_ns"], "outcome": t["outcome"],
                  "code": t["response_code"], "remark": t["remark"] or ""} for t in table]
-        return "python", windows, rows
+        return meta["kind"], windows, rows
     windows = [(p["name"], p["start_wall_ns"], p["start_wall_ns"] + p["duration_s"] * 1e9) for p in meta["phases"]]
     rows = []
     with open(run_dir / "sends.csv", newline="") as f:
@@ -331,21 +354,30 @@ def label(row: dict, windows, split_s: float, fault_phase: str | None) -> list[s
     return []
 
 
-def report(dirs: list[Path], split_s: float, detail: bool) -> str:
-    runs = []
+SHORT = {"java-own": "J", "java-shared": "Js", "python-own": "P", "python": "P", "python-shared": "Ps"}
+
+
+def report(dirs: list[Path], split_s: float, detail: bool, compact: bool = False) -> str:
+    """Markdown: per phase and client, the count of each outcome class in each run (columns J1, P1, Js1, Ps1, ... by
+    kind and order); `compact` puts every phase and client in one table."""
+    runs, seen = [], Counter()
     for d in dirs:
         kind, windows, rows = load_rows(d)
-        runs.append((f"{d.name}", kind, windows, rows))
+        seen[SHORT[kind]] += 1
+        runs.append((f"{SHORT[kind]}{seen[SHORT[kind]]}", d, kind, windows, rows))
     if not runs:
         return "(no runs)"
-    fault_phase = None
-    first = json.loads((dirs[0] / "run.json").read_text())
-    if first["kind"] != "python" and first.get("faults"):
-        fault_phase = next((p["name"] for p in first["phases"] if p["name"] not in ("warmup", "healthy")), None)
-    fault_phase = fault_phase or "readonly"
+    fault_phase = "readonly"
+    for _, d, kind, _, _ in runs:
+        meta = json.loads((d / "run.json").read_text())
+        if not kind.startswith("python") and meta.get("faults"):
+            with_faults = [p["name"] for p in meta["phases"] if p.get("faults")]
+            fault_phase = with_faults[0] if with_faults else next(
+                (p["name"] for p in meta["phases"] if p["name"] not in ("warmup", "healthy")), fault_phase)
+            break
     counts: dict[tuple[str, str], dict[str, Counter]] = defaultdict(lambda: defaultdict(Counter))
     times: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for name, _kind, windows, rows in runs:
+    for name, _d, _kind, windows, rows in runs:
         for row in rows:
             for phase in label(row, windows, split_s, fault_phase):
                 if phase == "warmup":
@@ -354,29 +386,39 @@ def report(dirs: list[Path], split_s: float, detail: bool) -> str:
                 counts[(phase, row["client"])][cls][name] += 1
                 times[(phase, row["client"])][cls].append((row["end_ns"] - row["start_ns"]) / 1e6)
     names = [r[0] for r in runs]
-    out = [f"runs: {', '.join(f'{n} ({k})' for n, k, _, _ in runs)}", ""]
+    out = ["runs: " + ", ".join(f"{n} = {d} ({k}, load average {load_of(d):.1f})" for n, d, k, _, _ in runs), ""]
     order = []
-    for _, _, windows, _ in runs:
+    for _, _, _, windows, _ in runs:
         for w in windows:
             for p in ([w[0]] if w[0] != fault_phase else [w[0], f"{w[0]} <{split_s:g}s", f"{w[0]} >={split_s:g}s"]):
                 if p not in order and p != "warmup":
                     order.append(p)
+    extra_head = " median ms |" if detail else ""
+    if compact:
+        out.append("| phase | client | outcome | " + " | ".join(names) + " |" + extra_head)
+        out.append("|" + "---|" * (len(names) + 3 + (1 if detail else 0)))
     for phase in order:
         for client in ("flood", "probe"):
             table = counts.get((phase, client))
             if not table:
                 continue
-            out.append(f"### {phase}, {client}")
-            out.append("")
-            head = "| outcome | " + " | ".join(names) + (" | median ms |" if detail else " |")
-            out.append(head)
-            out.append("|" + "---|" * (len(names) + 1 + (1 if detail else 0)))
+            if not compact:
+                out += [f"### {phase}, {client}", "", "| outcome | " + " | ".join(names) + " |" + extra_head,
+                        "|" + "---|" * (len(names) + 1 + (1 if detail else 0))]
             for cls, per in sorted(table.items(), key=lambda kv: -sum(kv[1].values())):
                 cells = [str(per.get(n, 0)) for n in names]
-                extra = [f"{statistics.median(times[(phase, client)][cls]):.0f}"] if detail else []
-                out.append(f"| {cls} | " + " | ".join(cells + extra) + " |")
-            out.append("")
+                if detail:
+                    cells.append(f"{statistics.median(times[(phase, client)][cls]):.0f}")
+                lead = f"| {phase} | {client} | {cls} | " if compact else f"| {cls} | "
+                out.append(lead + " | ".join(cells) + " |")
+            if not compact:
+                out.append("")
     return "\n".join(out)
+
+
+def load_of(run_dir: Path) -> float:
+    value = json.loads((run_dir / "run.json").read_text()).get("load_average")
+    return value[0] if isinstance(value, list) else float("nan")
 
 
 if __name__ == "__main__":
