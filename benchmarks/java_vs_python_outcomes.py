@@ -58,6 +58,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scenario", default=str(REPO / "scenarios" / "slave-readonly-default.yaml"))
     parser.add_argument("--rocketmq-home", default=os.environ.get("ROCKETMQ_HOME"))
+    parser.add_argument("--broker", choices=("apache", "silent"), default="apache",
+                        help="the scenario's cluster on the Apache distribution with its faults, or a scripted broker "
+                             "that stops answering sends at the fault's phase (client side only)")
+    parser.add_argument("--floodprobe-arg", action="append", default=[], metavar="ARG",
+                        help="an extra FloodProbe argument, e.g. --floodprobe-arg=--warm-failures --floodprobe-arg=30")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--order", default="java-own,python-own",
                         help=f"runs of one round, from {', '.join(RUN_KINDS)}")
@@ -65,25 +70,32 @@ def main() -> int:
     parser.add_argument("--split-s", type=float, default=15.0, help="split the fault's phase this far in")
     parser.add_argument("--detail", action="store_true", help="also MQClientException causes and failure times")
     parser.add_argument("--compact", action="store_true", help="one table for every phase and client")
+    parser.add_argument("--waves", action="store_true",
+                        help="also the flood's failures in the fault's phase as waves: how far apart their sends "
+                             "started, and each send's outcome in start order")
     parser.add_argument("--analyze", nargs="+", metavar="DIR", help="only print the tables of these result dirs")
     args = parser.parse_args()
     if args.analyze:
-        print(report([Path(d) for d in args.analyze], args.split_s, args.detail, args.compact))
+        dirs = [Path(d) for d in args.analyze]
+        print(report(dirs, args.split_s, args.detail, args.compact))
+        if args.waves:
+            print(waves(dirs))
         return 0
     order = [{"python": "python-own"}.get(k.strip(), k.strip()) for k in args.order.split(",") if k.strip()]
     bad = [k for k in order if k not in RUN_KINDS]
     if bad:
         parser.error(f"--order: {', '.join(bad)}; allowed: {', '.join(RUN_KINDS)}")
     if not args.rocketmq_home or not (Path(args.rocketmq_home) / "lib").is_dir():
-        parser.error("--rocketmq-home (or $ROCKETMQ_HOME): an Apache RocketMQ binary distribution")
+        parser.error("--rocketmq-home (or $ROCKETMQ_HOME): an Apache RocketMQ binary distribution (its client jars)")
     from harness import netns
-    if not netns.inside():
+    if args.broker == "apache" and not netns.inside():
         os.environ["ROCKETMQ_HOME"] = str(Path(args.rocketmq_home).resolve())
         argv = netns.isolated_argv([sys.executable, str(Path(__file__).resolve()), *sys.argv[1:]])
         os.environ[netns.MARK_ENV] = "1"
         os.execvp(argv[0], argv)
     os.environ["ROCKETMQ_HOME"] = str(Path(args.rocketmq_home).resolve())
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    FloodProbeProcess.extra_args = args.floodprobe_arg
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     batch = out / time.strftime("%Y%m%dT%H%M%S")
@@ -100,7 +112,9 @@ def main() -> int:
             before = leftovers(state)
             try:
                 program, probe = kind.split("-")
-                if program == "python":
+                if args.broker == "silent":
+                    silent_run(scenarios["own"], run_dir, kind)
+                elif program == "python":
                     python_run(scenarios[probe], run_dir, kind)
                 else:
                     java_run(scenarios["own"], run_dir, probe)
@@ -108,7 +122,7 @@ def main() -> int:
             finally:
                 check_clean(state, run_dir, before)
             print(report([run_dir], args.split_s, args.detail), flush=True)
-    text = report(done, args.split_s, args.detail, args.compact)
+    text = report(done, args.split_s, args.detail, args.compact) + ("\n\n" + waves(done) if args.waves else "")
     (batch / "report.md").write_text(text)
     print(text)
     return 0
@@ -143,26 +157,12 @@ def rmq_chaos(*argv: str, check: bool = True, **kw) -> subprocess.CompletedProce
 
 # -- a Java run ------------------------------------------------------------------------------------------------------
 
-def java_run(scenario_path: str, run_dir: Path, probe_mode: str) -> None:
-    from faults.cluster_state import read_cluster_state
-    from faults.journal import default_state_dir
-    from harness.scenarioload import load_scenarios
+class FloodProbeProcess:
+    """benchmarks/java/FloodProbe.java with the scenario's flood and probe, started and ready (`ready_wall_ns`)."""
 
-    scenario = load_scenarios(scenario_path)[0]
-    meta: dict = {"kind": f"java-{probe_mode}", "scenario": scenario.name, "load_average": os.getloadavg(),
-                  "phases": [], "faults": []}
-    up = rmq_chaos("cluster", "up", scenario_path, "--program", "apache", "--detach", "--out", str(run_dir / "cluster"))
-    found = re.search(r"cluster (\S+) is up", up.stdout)
-    if not found:
-        raise RuntimeError(f"cluster up: no cluster id in {up.stdout!r} {up.stderr!r}")
-    cluster_id = found.group(1)
-    meta["cluster_id"] = cluster_id
-    proc: subprocess.Popen | None = None
-    try:
-        state = read_cluster_state(default_state_dir(), cluster_id)
-        namesrv = state.node("namesrv")["extras"]["addr"]
-        meta["run_id"] = state.run_id
-        meta["nodes"] = {n["name"]: n.get("extras", {}).get("addr") for n in state.nodes}
+    extra_args: list[str] = []
+
+    def __init__(self, scenario, namesrv: str, run_dir: Path, probe_mode: str) -> None:
         home = os.environ["ROCKETMQ_HOME"]
         cmd = ["java", "-Xms256m", "-Xmx512m", f"-Drocketmq.client.logRoot={run_dir / 'clientlog'}",
                "-cp", f"{home}/lib/*", str(FLOOD_PROBE), "--namesrv", namesrv, "--out", str(run_dir / "sends.csv"),
@@ -175,60 +175,177 @@ def java_run(scenario_path: str, run_dir: Path, probe_mode: str) -> None:
         if "probe" in clients:
             p = clients["probe"]
             cmd += ["--probe-timeout-ms", str(round(p.timeout * 1000)), "--probe-size", str(p.message_size)]
-        meta["command"] = cmd
-        stdout = open(run_dir / "floodprobe.out", "w")
-        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True, cwd=run_dir)
-        lines: list[str] = []
+        cmd += self.extra_args
+        self.command = cmd
+        self.lines: list[str] = []
+        self._out = open(run_dir / "floodprobe.out", "w")
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     text=True, cwd=run_dir)
         ready = threading.Event()
 
         def pump() -> None:
-            for line in proc.stdout:
-                stdout.write(line)
-                stdout.flush()
-                lines.append(line.rstrip("\n"))
+            for line in self.proc.stdout:
+                self._out.write(line)
+                self._out.flush()
+                self.lines.append(line.rstrip("\n"))
                 if line.startswith("ready "):
                     ready.set()
             ready.set()
 
         threading.Thread(target=pump, daemon=True).start()
-        if not ready.wait(READY_TIMEOUT_S) or not any(x.startswith("ready ") for x in lines):
-            raise RuntimeError("FloodProbe did not start: " + " | ".join(lines[-20:]))
-        t0 = time.monotonic()
-        meta["load_start_wall_ns"] = int(next(x for x in lines if x.startswith("ready ")).split()[1])
-        at = t0
-        for phase in scenario.phases:
-            armed = [arm_fault(f, run_dir) for f in phase.faults]
-            sleep_until(at)
-            start = {"name": phase.name, "start_wall_ns": time.time_ns(), "duration_s": phase.duration,
-                     "faults": [f.id for f in phase.faults]}
-            for _, lead in armed:
-                lead.stdin.write("go\n")
-                lead.stdin.flush()
-            for (f, lead) in armed:
-                text, _ = lead.communicate(timeout=120)
-                meta["faults"].append({"id": f.id, "kind": f.kind, "target": f.target, "exit": lead.returncode,
-                                       "output": text[-4000:]})
-                if lead.returncode != 0:
-                    raise RuntimeError(f"fault {f.id}: exit {lead.returncode}: {text[-2000:]}")
-            meta["phases"].append(start)
-            at += phase.duration
+        if not ready.wait(READY_TIMEOUT_S) or not any(x.startswith("ready ") for x in self.lines):
+            self.kill()
+            raise RuntimeError("FloodProbe did not start: " + " | ".join(self.lines[-20:]))
+        self.ready_wall_ns = int(next(x for x in self.lines if x.startswith("ready ")).split()[1])
+
+    def stop(self) -> int:
+        """No new sends; the ones in flight finish; every row written."""
+        self.proc.stdin.write("stop\n")
+        self.proc.stdin.flush()
+        return self.proc.wait(timeout=120)
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+
+
+def timeline(phases, prepare, fire) -> list[dict]:
+    """The phases one after another from now: `prepare(phase)` ahead of a phase's start, `fire(phase, prepared)` at
+    it; returns each phase's start (wall ns), duration and faults."""
+    done = []
+    at = time.monotonic()
+    for phase in phases:
+        prepared = prepare(phase)
         sleep_until(at)
+        done.append({"name": phase.name, "start_wall_ns": time.time_ns(), "duration_s": phase.duration,
+                     "faults": [f.id for f in phase.faults]})
+        fire(phase, prepared)
+        at += phase.duration
+    sleep_until(at)
+    return done
+
+
+def java_run(scenario_path: str, run_dir: Path, probe_mode: str) -> None:
+    """The scenario's cluster on the Apache distribution, FloodProbe's load, the faults by `rmq-chaos fault apply`."""
+    from faults.cluster_state import read_cluster_state
+    from faults.journal import default_state_dir
+    from harness.scenarioload import load_scenarios
+
+    scenario = load_scenarios(scenario_path)[0]
+    meta: dict = {"kind": f"java-{probe_mode}", "broker": "apache", "scenario": scenario.name,
+                  "load_average": os.getloadavg(), "phases": [], "faults": []}
+    up = rmq_chaos("cluster", "up", scenario_path, "--program", "apache", "--detach", "--out", str(run_dir / "cluster"))
+    found = re.search(r"cluster (\S+) is up", up.stdout)
+    if not found:
+        raise RuntimeError(f"cluster up: no cluster id in {up.stdout!r} {up.stderr!r}")
+    cluster_id = meta["cluster_id"] = found.group(1)
+    load: FloodProbeProcess | None = None
+
+    def fire(_phase, armed) -> None:
+        for _, lead in armed:
+            lead.stdin.write("go\n")
+            lead.stdin.flush()
+        for f, lead in armed:
+            text, _ = lead.communicate(timeout=120)
+            meta["faults"].append({"id": f.id, "kind": f.kind, "target": f.target, "exit": lead.returncode,
+                                   "output": text[-4000:]})
+            if lead.returncode != 0:
+                raise RuntimeError(f"fault {f.id}: exit {lead.returncode}: {text[-2000:]}")
+
+    try:
+        state = read_cluster_state(default_state_dir(), cluster_id)
+        meta["run_id"] = state.run_id
+        meta["nodes"] = {n["name"]: n.get("extras", {}).get("addr") for n in state.nodes}
+        load = FloodProbeProcess(scenario, state.node("namesrv")["extras"]["addr"], run_dir, probe_mode)
+        meta["command"], meta["load_start_wall_ns"] = load.command, load.ready_wall_ns
+        meta["phases"] = timeline(scenario.phases, lambda ph: [arm_fault(f, run_dir) for f in ph.faults], fire)
         meta["load_stop_wall_ns"] = time.time_ns()
-        proc.stdin.write("stop\n")
-        proc.stdin.flush()
-        proc.wait(timeout=120)
-        meta["floodprobe_exit"] = proc.returncode
-        meta["floodprobe_stdout"] = lines
+        meta["floodprobe_exit"] = load.stop()
+        meta["floodprobe_stdout"] = load.lines
         meta["fault_events"] = read_jsonl(run_dir / "events.jsonl")
     finally:
-        if proc is not None and proc.poll() is None:
-            proc.kill()
+        if load is not None:
+            load.kill()
         (run_dir / "run.json").write_text(json.dumps(meta, indent=1, default=str))
         down = rmq_chaos("cluster", "down", cluster_id, check=False, timeout=300)
         (run_dir / "down.txt").write_text(down.stdout + down.stderr)
         if down.returncode != 0:
             log(f"cluster down {cluster_id}: exit {down.returncode}: {down.stdout} {down.stderr}")
+
+
+# -- against a silent scripted broker --------------------------------------------------------------------------------
+
+def silent_run(scenario_path: str, run_dir: Path, kind: str) -> None:
+    """The same load against a scripted name server and broker (tests/remoting/remoting_scripted_server.py) instead of
+    a cluster: the broker acks every send at once until the fault's phase, then reads sends and never answers them
+    (other requests, e.g. heartbeats, are still answered), as the read-only 4.9.1 master did. The broker side is thus
+    the same for every run and every client."""
+    sys.path.insert(0, str(REPO / "tests" / "remoting"))
+    from remoting_scripted_server import (
+        SILENT,
+        ScriptedServer,
+        broker_handler,
+        namesrv_handler,
+        route_for,
+        send_ok_reply,
+    )
+
+    from harness.scenarioload import load_scenarios
+
+    scenario = load_scenarios(scenario_path)[0]
+    silent = threading.Event()
+    broker = ScriptedServer(broker_handler(lambda cmd, n: SILENT if silent.is_set() else send_ok_reply(cmd, 0, n)))
+    routes = {scenario.topic.name: route_for({"broker-a": broker.addr}, scenario.topic.queues)}
+    namesrv = ScriptedServer(namesrv_handler(routes))
+    meta: dict = {"kind": kind, "broker": "silent", "scenario": scenario.name, "load_average": os.getloadavg(),
+                  "namesrv": namesrv.addr, "broker_addr": broker.addr}
+
+    def fire(phase, _prepared) -> None:
+        if phase.faults:
+            silent.set()
+        if python_load is not None:
+            python_load.set_phase(phase.name)
+
+    program, probe = kind.split("-")
+    java_load: FloodProbeProcess | None = None
+    python_load = None
+    try:
+        if program == "java":
+            java_load = FloodProbeProcess(scenario, namesrv.addr, run_dir, probe)
+        else:
+            from loads import LoadProcess
+
+            python_load = LoadProcess(load_spec(scenario, namesrv.addr, probe), run_dir, run_dir.name)
+            python_load.start(phase=scenario.phases[0].name)
+        meta["phases"] = timeline(scenario.phases, lambda _ph: None, fire)
+        meta["load_stop_wall_ns"] = time.time_ns()
+        if java_load is not None:
+            meta["floodprobe_exit"] = java_load.stop()
+        else:
+            meta["load_stop"] = python_load.stop()
+    finally:
+        if java_load is not None:
+            java_load.kill()
+        if python_load is not None:
+            python_load.kill()
+        meta["broker_connections"] = broker.connections_accepted
+        broker.close()
+        namesrv.close()
+        (run_dir / "run.json").write_text(json.dumps(meta, indent=1, default=str))
+
+
+def load_spec(scenario, namesrv: str, probe: str) -> dict:
+    """The scenario's load as a `loads.LoadSpec` (what the harness hands the load), the probe on the flood's client
+    instance for `probe == "shared"`."""
+    clients = []
+    for c in scenario.load.clients:
+        spec = {"name": c.name, "users": c.users, "model": c.model or scenario.load.model,
+                "message_size": c.message_size, "send_timeout_ms": round(c.timeout * 1000), "profile": c.profile}
+        if c.name == "probe":
+            spec["instance"] = "flood" if probe == "shared" else "probe"
+        clients.append(spec)
+    return {"topic": scenario.topic.name, "namesrv": namesrv, "model": scenario.load.model, "clients": clients,
+            "phases": [{"name": p.name} for p in scenario.phases]}
 
 
 def arm_fault(fault, run_dir: Path) -> tuple:
@@ -300,19 +417,20 @@ def check_clean(state: Path, run_dir: Path, before: set[str]) -> None:
 def load_rows(run_dir: Path) -> tuple[str, list[tuple[str, float, float]], list[dict]]:
     """(kind, phase windows [(name, start_ns, end_ns)], rows {client, start_ns, end_ns, outcome, code, remark})."""
     meta = json.loads((run_dir / "run.json").read_text())
+    if "phases" in meta:
+        windows = [(p["name"], p["start_wall_ns"], p["start_wall_ns"] + p["duration_s"] * 1e9) for p in meta["phases"]]
     if meta["kind"].startswith("python"):
         import pyarrow.parquet as pq
 
-        rd = Path(meta["run_dir"])
-        events = read_jsonl(rd / "events.jsonl")
-        windows = [(e["phase"], e["wall_ns"], e["wall_ns"] + e["duration_s"] * 1e9) for e in events
-                   if e["event"] == "phase_start"]
+        rd = Path(meta.get("run_dir", run_dir))
+        if "phases" not in meta:  # a harness run: its own phase events
+            windows = [(e["phase"], e["wall_ns"], e["wall_ns"] + e["duration_s"] * 1e9)
+                       for e in read_jsonl(rd / "events.jsonl") if e["event"] == "phase_start"]
         cols = ["client", "start_ns", "end_ns", "outcome", "response_code", "remark"]
         table = pq.read_table(sorted((rd / "requests").glob("*.parquet")), columns=cols).to_pylist()
         rows = [{"client": t["client"], "start_ns": t["start_ns"], "end_ns": t["end_ns"], "outcome": t["outcome"],
                  "code": t["response_code"], "remark": t["remark"] or ""} for t in table]
         return meta["kind"], windows, rows
-    windows = [(p["name"], p["start_wall_ns"], p["start_wall_ns"] + p["duration_s"] * 1e9) for p in meta["phases"]]
     rows = []
     with open(run_dir / "sends.csv", newline="") as f:
         for t in csv.DictReader(f):
@@ -413,6 +531,40 @@ def report(dirs: list[Path], split_s: float, detail: bool, compact: bool = False
                 out.append(lead + " | ".join(cells) + " |")
             if not compact:
                 out.append("")
+    return "\n".join(out)
+
+
+LETTER = {"RemotingTooMuchRequestException": "T", "MQClientException -1": "S", "MQClientException 10002": "W",
+          "MQClientException 10001": "C"}
+WAVE_GAP_NS = 1e9
+
+
+def waves(dirs: list[Path]) -> str:
+    """The flood's failed sends of the fault's phase in start order, cut where 1 s passes without a start: per wave
+    when it started (s into the phase), how far apart its sends started (ms), and each send's outcome: T
+    RemotingTooMuchRequestException, S MQClientException -1 (last attempt failed by a closed channel), W 10002 (last
+    attempt timed out), C 10001 (no connection), ? anything else."""
+    out = ["T RemotingTooMuchRequestException, S MQClientException -1, W MQClientException 10002, "
+           "C MQClientException 10001", ""]
+    for d in dirs:
+        kind, windows, rows = load_rows(d)
+        fault = [w for w in windows if w[0] not in ("warmup", "healthy")]
+        if not fault:
+            continue
+        _, lo, hi = fault[0]
+        failed = sorted((r for r in rows if r["client"] == "flood" and lo <= r["start_ns"] < hi
+                         and outcome_class(r) in LETTER), key=lambda r: r["start_ns"])
+        out.append(f"{d} ({kind})")
+        group: list[dict] = []
+        for r in failed + [None]:
+            if group and (r is None or r["start_ns"] - group[-1]["start_ns"] > WAVE_GAP_NS):
+                first = group[0]["start_ns"]
+                out.append(f"  {(first - lo) / 1e9:6.2f} s  {(group[-1]['start_ns'] - first) / 1e6:6.1f} ms  "
+                           + "".join(LETTER[outcome_class(x)] for x in group))
+                group = []
+            if r is not None:
+                group.append(r)
+        out.append("")
     return "\n".join(out)
 
 

@@ -23,6 +23,9 @@
  * 0, 10, 12, 11), else empty; remark the exception's message without the FAQ tail, an MQClientException's cause
  * appended as "(cause: Class: message)" (remoting.outcome.outcome_of's form), truncated to 300 characters.
  *
+ * --warm-failures N (an experiment, default 0): before the load, each flood thread sends N messages with a 0 ms
+ * timeout, so the failure path has run before the first real storm of failures.
+ *
  * Stdout: "ready <wall ns>" once both producers are started and the topic's route is known; stdin: a line "stop"
  * (or EOF, or --duration-s passing) ends the load: no new sends; the sends in flight finish (at most their own
  * timeout), every row is written, "done <rows>" printed, and the JVM exits (the 4.9.x client leaves a non-daemon
@@ -75,6 +78,7 @@ public class FloodProbe {
         int probeTimeout = Integer.parseInt(a.getOrDefault("probe-timeout-ms", "30000"));
         int probeSize = Integer.parseInt(a.getOrDefault("probe-size", "128"));
         double durationS = Double.parseDouble(a.getOrDefault("duration-s", "600"));
+        int warmFailures = Integer.parseInt(a.getOrDefault("warm-failures", "0"));
         if (!List.of("own", "shared", "none").contains(probeMode)) {
             throw new IllegalArgumentException("--probe-mode " + probeMode + "; allowed: own, shared, none");
         }
@@ -114,6 +118,10 @@ public class FloodProbe {
         flood.fetchPublishMessageQueues(topic);
         if (probe != null) {
             probe.fetchPublishMessageQueues(topic);
+        }
+
+        if (warmFailures > 0) {
+            warmFailurePath(flood, topic, floodThreads, floodSize, warmFailures);
         }
 
         BufferedWriter w = new BufferedWriter(new FileWriter(out, StandardCharsets.UTF_8), 1 << 20);
@@ -242,6 +250,33 @@ public class FloodProbe {
         }, client + "-" + thread);
         t.start();
         return t;
+    }
+
+    /**
+     * An experiment: every flood thread sends `count` messages with a 0 ms timeout before the load starts (no rows),
+     * so the JVM has run (loaded, compiled) the client's failure path -- timeout, channel close, retry, reconnect --
+     * before the first real storm of failures, as it has not in a client that was healthy until then.
+     */
+    static void warmFailurePath(DefaultMQProducer producer, String topic, int threads, int size, int count)
+        throws InterruptedException {
+        List<Thread> ts = new ArrayList<>();
+        for (int i = 0; i < threads; i++) {
+            Thread t = new Thread(() -> {
+                for (int n = 0; n < count; n++) {
+                    try {
+                        producer.send(new Message(topic, "TagA", "warm", new byte[size]), 0);
+                    } catch (Throwable e) {
+                        // the point is the failure
+                    }
+                }
+            });
+            t.start();
+            ts.add(t);
+        }
+        for (Thread t : ts) {
+            t.join();
+        }
+        Thread.sleep(1000);
     }
 
     static void drain(BufferedWriter w) throws IOException {
