@@ -2,7 +2,8 @@
 semantics: the connection is made (or awaited) with its own connect timeout; if the budget is gone by then the call
 fails with `invokeSync call timeout` before sending; otherwise it waits the remaining budget; a timeout closes the
 connection when `clientCloseSocketIfTimeout` (default true), which fails the other requests in flight on it with
-`RemotingSendRequestException`, as the recorded 4.9.1 clients saw. Name-server calls pass `addr=None`."""
+`RemotingSendRequestException`, as the recorded 4.9.1 clients saw (in deadline order: see `remoting.connection`).
+Name-server calls pass `addr=None`."""
 from __future__ import annotations
 
 import threading
@@ -67,21 +68,21 @@ class RemotingClient:
         """Send `request` to `addr` (None: a name server) and wait for its response, at most `timeout_ms` in all
         (plus the connect time, as in Java). Raises RemotingConnectException, RemotingSendRequestException,
         RemotingTimeoutException."""
-        begin = time.monotonic()
+        begin = time.monotonic_ns() // 1_000_000  # whole milliseconds, as System.currentTimeMillis()
         addr, conn = self._channel(addr)
         if conn is None or not conn.active:
-            self.close_channel(addr, conn)
-            raise RemotingConnectException(addr)
+            self._unusable(addr, conn)
         rules = self.rules
         left = timeout_ms
         try:
             if self.rpc_hook is not None:
                 self.rpc_hook(addr, request)
-            cost = (time.monotonic() - begin) * 1000.0
+            cost = time.monotonic_ns() // 1_000_000 - begin
             left = timeout_ms - cost
             if left < 0 or (left == 0 and rules.timeout_when_nothing_left):
                 raise RemotingTimeoutException(rules.pre_send_timeout.format(addr=addr), addr)
-            return conn.invoke(request, left, shown_timeout_ms=round(left))
+            closes = rules.close_socket_if_timeout and self._should_close(left, timeout_ms)
+            return conn.invoke(request, left, shown_timeout_ms=round(left), closes_on_timeout=closes)
         except RemotingSendRequestException:
             self.close_channel(addr, conn)
             raise
@@ -94,8 +95,7 @@ class RemotingClient:
         """Send a one-way request (flag RPC_ONEWAY set here) and wait for nothing."""
         addr, conn = self._channel(addr)
         if conn is None or not conn.active:
-            self.close_channel(addr, conn)
-            raise RemotingConnectException(addr)
+            self._unusable(addr, conn)
         request.flag |= 0x2
         if self.rpc_hook is not None:
             self.rpc_hook(addr, request)
@@ -104,6 +104,17 @@ class RemotingClient:
         except RemotingSendRequestException:
             self.close_channel(addr, conn)
             raise
+
+    def _unusable(self, addr: str, conn: Connection | None) -> None:
+        """No usable connection: RemotingConnectException, or, for a connection that was made while this thread waited
+        for it and closed before this thread ran (a JVM thread would have sent on it in between, and been failed by
+        that close), RemotingSendRequestException at the close's time."""
+        self.close_channel(addr, conn)
+        if conn is not None and conn.closed_at is not None and conn.sock is not None:
+            error: RemotingSendRequestException | RemotingConnectException = RemotingSendRequestException(addr, None)
+            error.failed_at = conn.closed_at
+            raise error
+        raise RemotingConnectException(addr)
 
     def _should_close(self, left: float, timeout_ms: float) -> bool:
         limit = self.rules.min_close_left_ms
@@ -146,7 +157,7 @@ class RemotingClient:
             conn.connect(connect_s)
         elif not conn.connected.wait(connect_s):
             return None
-        return conn if conn.active else None
+        return conn  # possibly closed already: see `_unusable`
 
     def _namesrv_channel(self) -> tuple[str, Connection | None]:
         """`getAndCreateNameserverChannel`: keep the chosen name server while it works, else try the next ones."""
@@ -164,18 +175,20 @@ class RemotingClient:
                 addr = addrs[self._namesrv_index % len(addrs)]
                 self._namesrv_chosen = addr
                 conn = self._get_or_create(addr)
-                if conn is not None:
+                if conn is not None and conn.active:
                     return addr, conn
         raise RemotingConnectException("[" + ", ".join(addrs) + "]")
 
     def close_channel(self, addr: str, conn: Connection | None) -> None:
-        """`closeChannel(addr, channel)`: drop it from the table if it is still the current one, and close it."""
+        """`closeChannel(addr, channel)`: drop it from the table if it is still the current one, and close it (unless
+        a request whose timeout closes it has expired and its thread is still to see that: that thread closes it)."""
         if conn is None:
             return
         with self._table_lock:
             if self._table.get(addr) is conn:
                 del self._table[addr]
-        conn.close()
+        if not conn.expired_closer_pending():
+            conn.close()
 
     def shutdown(self) -> None:
         """Close every connection."""

@@ -6,6 +6,12 @@ as its wait handle.
 What happens to requests in flight follows `NettyRemotingAbstract` / `NettyRemotingClient`:
 - closed by us (`close()`, e.g. after a sync timeout) or failed on a read/decode error: every request in flight
   fails at once with "send failed" (Java's `failFast` → `RemotingSendRequestException`);
+- a timeout that closes the connection takes effect at its deadline, as the JVM's close follows the expiry within
+  microseconds: a request whose own deadline comes later fails "send failed" even when its thread wakes first (with
+  the GIL, threads whose deadlines lie a few milliseconds apart wake in any order, and every one of them would
+  otherwise time out on its own: a storm of call timeouts where the Java client sees one timeout and failed sends);
+  such a connection leaves the client's table at once (later requests get a new one, as after Java's close) and is
+  closed by the thread of the expired request, which still times out;
 - closed by the peer (EOF): with `fail_inflight_on_eof` False (4.9.x, whose client handler has no
   `channelInactive`) requests in flight just wait out their timeouts; with True (5.x) they fail at once."""
 from __future__ import annotations
@@ -31,21 +37,25 @@ class ResponseFuture:
     """Wait handle of one request (Java `ResponseFuture`): completed at most once, by whoever pops it from the
     connection's table."""
 
-    __slots__ = ("opaque", "response", "send_ok", "cause", "_lock")
+    __slots__ = ("opaque", "deadline", "closes", "response", "send_ok", "cause", "done_at", "_lock")
 
-    def __init__(self, opaque: int) -> None:
+    def __init__(self, opaque: int, deadline: float = float("inf"), closes: bool = False) -> None:
         self.opaque = opaque
+        self.deadline = deadline
+        self.closes = closes
         self.response: RemotingCommand | None = None
         self.send_ok = True
         self.cause: BaseException | None = None
+        self.done_at = 0.0
         self._lock = threading.Lock()
         self._lock.acquire()
 
     def complete(self, response: RemotingCommand | None, send_ok: bool = True,
-                 cause: BaseException | None = None) -> None:
+                 cause: BaseException | None = None, at: float | None = None) -> None:
         self.response = response
         self.send_ok = send_ok
         self.cause = cause
+        self.done_at = time.monotonic() if at is None else at
         self._lock.release()
 
     def wait_until(self, deadline: float) -> bool:
@@ -73,6 +83,11 @@ class Connection:
         self._outbox: deque[bytes] = deque()
         self._reader_done = False
         self._close_lock = threading.Lock()
+        self._timeout_lock = threading.Lock()
+        self.closing_deadline = float("inf")
+        """The earliest deadline (time.monotonic) of a request whose timeout closes this connection."""
+        self.closed_at: float | None = None
+        """When it was closed (at `closing_deadline` when a timeout closed it)."""
 
     def __repr__(self) -> str:
         state = "active" if self.active else ("closed" if self.closed else "connecting")
@@ -101,22 +116,54 @@ class Connection:
         self.connected.set()
         return True
 
-    def invoke(self, request: RemotingCommand, timeout_ms: float, shown_timeout_ms: int | None = None) -> RemotingCommand:
-        """`invokeSyncImpl`: send and wait up to `timeout_ms` for the response."""
+    def invoke(self, request: RemotingCommand, timeout_ms: float, shown_timeout_ms: int | None = None,
+               closes_on_timeout: bool = False) -> RemotingCommand:
+        """`invokeSyncImpl`: send and wait up to `timeout_ms` for the response. `closes_on_timeout`: the caller
+        closes this connection when the wait times out (`clientCloseSocketIfTimeout`)."""
         opaque = request.opaque
         deadline = time.monotonic() + timeout_ms / 1000.0
-        future = ResponseFuture(opaque)
+        future = ResponseFuture(opaque, deadline, closes_on_timeout)
         self._pending[opaque] = future
         try:
             self._write(codec.encode(request), deadline, future)
             if not future.wait_until(deadline):
+                closed_at = self._closed_before(future)
+                if closed_at is not None:
+                    error: RemotingSendRequestException | RemotingTimeoutException = \
+                        RemotingSendRequestException(self.addr, None)
+                    error.failed_at = closed_at
+                    raise error
                 shown = int(timeout_ms) if shown_timeout_ms is None else shown_timeout_ms
-                raise RemotingTimeoutException.waiting(self.addr, shown)
+                error = RemotingTimeoutException.waiting(self.addr, shown)
+                error.failed_at = deadline
+                raise error
             if future.response is None:
-                raise RemotingSendRequestException(self.addr, future.cause)
+                error = RemotingSendRequestException(self.addr, future.cause)
+                error.failed_at = future.done_at
+                raise error
             return future.response
         finally:
             self._pending.pop(opaque, None)
+
+    def _closed_before(self, future: ResponseFuture) -> float | None:
+        """When a request whose timeout closes the connection expired before `future` did (the JVM would have failed
+        `future` then), else None; records `future`'s own expiry when it closes the connection."""
+        with self._timeout_lock:
+            earliest = self.closing_deadline
+            for other in list(self._pending.values()):
+                if other is not future and other.closes and other.deadline < earliest:
+                    earliest = other.deadline
+            if earliest < future.deadline:
+                return earliest
+            if future.closes:
+                self.closing_deadline = min(self.closing_deadline, future.deadline)
+            return None
+
+    def expired_closer_pending(self) -> bool:
+        """Whether a request whose timeout closes this connection has expired but its thread has not yet seen it:
+        that thread times out (or fails, if an earlier one expired) and closes the connection then."""
+        now = time.monotonic()
+        return any(f.closes and f.deadline <= now for f in list(self._pending.values()))
 
     def send_oneway(self, request: RemotingCommand, timeout_ms: float) -> None:
         """`invokeOnewayImpl`: write the request, wait for nothing."""
@@ -158,6 +205,8 @@ class Connection:
             self.closed = True
             self.active = False
             sock = self.sock
+            if self.closed_at is None:
+                self.closed_at = min(time.monotonic(), self.closing_deadline)
         if first and sock is not None:
             try:
                 sock.shutdown(socket.SHUT_RDWR)  # wakes the reader and any blocked writer; the fd stays valid
@@ -170,10 +219,11 @@ class Connection:
         self.connected.set()
 
     def _fail_all(self, cause: BaseException | None) -> None:
+        at = min(time.monotonic(), self.closing_deadline)  # a close by a timeout happened, for the JVM, at its deadline
         for opaque in list(self._pending):
             future = self._pending.pop(opaque, None)
             if future is not None:
-                future.complete(None, send_ok=False, cause=cause)
+                future.complete(None, send_ok=False, cause=cause, at=at)
 
     def _read_loop(self) -> None:
         sock = self.sock
@@ -207,7 +257,10 @@ class Connection:
                 if cmd.flag & RPC_TYPE_RESPONSE:
                     future = self._pending.pop(cmd.opaque, None)
                     if future is not None:
-                        future.complete(cmd)
+                        if self.closing_deadline < time.monotonic():  # closed by a timeout before it came
+                            future.complete(None, send_ok=False, at=self.closing_deadline)
+                        else:
+                            future.complete(cmd)
                 elif not cmd.is_oneway:
                     self._answer_unsupported(cmd)
 

@@ -22,13 +22,16 @@ def attach_default_url(message: str) -> str:
 
 class RemotingError(Exception):
     """Base of every error this package raises. The producer fills in `attempts` (list of `Attempt`) and `msg_id`
-    (the message's UNIQ_KEY) when a send fails."""
+    (the message's UNIQ_KEY) when a send fails; a connection sets `failed_at`."""
 
     def __init__(self, message: str = "") -> None:
         super().__init__(message)
         self.message = message
         self.attempts: list = []
         self.msg_id: str | None = None
+        self.failed_at: float | None = None
+        """When the JVM's client would have seen this failure (time.monotonic): a timeout at its deadline, a failed
+        send at the close that failed it, though this thread may run later (see `remoting.connection`)."""
 
     def __str__(self) -> str:
         return self.message

@@ -58,8 +58,10 @@ CLIENT_INNER_PRODUCER_GROUP = "CLIENT_INNER_PRODUCER"
 FIRST_HEARTBEAT_DELAY_S = 1.0  # MQClientInstance.startScheduledTask: heartbeat after 1000 ms
 
 
-def _now_ms() -> float:
-    return time.monotonic() * 1000.0
+def _now_ms() -> int:
+    """Java's `System.currentTimeMillis()` granularity: whole milliseconds, so `timeout < cost` compares as the client
+    does (a send failed within the millisecond of its deadline still gets its next attempt, with 0 ms left)."""
+    return time.monotonic_ns() // 1_000_000
 
 
 @dataclass(slots=True)
@@ -181,11 +183,14 @@ class Producer:
         result: SendResult | None = None
         call_timeout = False
         times = 0
+        failed_at_ms: int | None = None
         while times < times_total:
             last_broker = mq.broker_name if mq is not None else None
             mq = info.select_one_message_queue(last_broker)
             brokers_sent[times] = mq.broker_name
-            begin_prev = _now_ms()
+            # the JVM's client goes on within microseconds of a failure; this thread may run milliseconds later
+            # (GIL, greenlets), which must not turn a next attempt into a call timeout
+            begin_prev = _now_ms() if failed_at_ms is None else failed_at_ms
             cost = begin_prev - begin_first
             if timeout < cost:
                 call_timeout = True
@@ -199,6 +204,7 @@ class Producer:
                 return result
             except MQBrokerException as e:
                 exception = e
+                failed_at_ms = None
                 if e.response_code in profile.retry_response_codes:
                     times += 1
                     continue
@@ -209,6 +215,7 @@ class Producer:
                 raise
             except RemotingError as e:  # RemotingException and MQClientException: resend at once
                 exception = e
+                failed_at_ms = None if e.failed_at is None else int(e.failed_at * 1000)
                 times += 1
                 continue
         if result is not None:
@@ -229,6 +236,7 @@ class Producer:
                      attempts: list[Attempt]) -> SendResult:
         """`sendKernelImpl` + `MQClientAPIImpl.sendMessage` (SYNC): build SEND_MESSAGE_V2 and invoke it."""
         begin = _now_ms()
+        began = time.monotonic()
         addr = self.routes.master_addr(mq.broker_name)
         attempt = Attempt(mq.broker_name, addr, mq.queue_id, None, None, 0.0)
         attempts.append(attempt)
@@ -253,7 +261,7 @@ class Producer:
                 attempt.remark = e.message
             raise
         finally:
-            attempt.latency_ms = _now_ms() - begin
+            attempt.latency_ms = (time.monotonic() - began) * 1000.0
 
     def _request(self, message: Message, mq: MessageQueue) -> RemotingCommand:
         profile = self.profile

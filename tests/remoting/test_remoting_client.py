@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import re
+import sys
 import threading
 import time
 
@@ -100,6 +101,35 @@ def test_sync_timeout_close_fails_the_other_requests_in_flight(server_factory, c
     assert str(error) == f"send request to <{server.addr}> failed"
 
 
+def test_timeouts_close_in_deadline_order_one_timeout_the_rest_failed_sends(server_factory, client_factory):
+    """32 requests on one connection to a silent broker, their deadlines all passed while no thread could run (the
+    GIL held): as on the JVM, only the earliest deadline times out, its close fails the other 31 ("send failed"),
+    whichever thread runs first; the connection is closed and out of the table, and the next request gets a new one."""
+    server = server_factory(lambda cmd: SILENT)
+    client = client_factory()
+    started = [in_thread(client.invoke_sync, server.addr, make_request(RequestCode.HEART_BEAT), 300)
+               for _ in range(32)]
+    assert poll(lambda: len(server.requests) == 32)
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(60.0)
+    try:
+        end = time.monotonic() + 0.6
+        while time.monotonic() < end:  # holds the GIL past every deadline
+            pass
+        sys.setswitchinterval(1e-6)  # then the woken threads interleave at every chance
+        for _, thread in started:
+            thread.join(10)
+    finally:
+        sys.setswitchinterval(interval)
+    errors = [type(box.get("error")) for box, _ in started]
+    assert errors.count(RemotingTimeoutException) == 1, errors
+    assert errors.count(RemotingSendRequestException) == 31, errors
+    assert client.connection(server.addr) is None
+    with pytest.raises(RemotingTimeoutException):
+        client.invoke_sync(server.addr, make_request(RequestCode.HEART_BEAT), 50)
+    assert server.connections_accepted == 2
+
+
 def test_without_close_on_timeout_the_other_request_still_gets_its_answer(server_factory, client_factory):
     server = server_factory(lambda cmd: Reply(remark="late", delay_s=0.4) if cmd.field("tag") == "slow" else SILENT)
     client = client_factory(rules=TransportRules(close_socket_if_timeout=False))
@@ -132,8 +162,9 @@ def test_connection_refused_is_a_connect_exception(client_factory):
 def test_no_budget_left_fails_before_sending_and_closes(server_factory, client_factory):
     server = server_factory(echo)
     client = client_factory()
+    # 4.9.x: `timeoutMillis < costTime` in whole milliseconds (0 left within the connect's millisecond still sends)
     with pytest.raises(RemotingTimeoutException, match="^invokeSync call timeout$"):
-        client.invoke_sync(server.addr, make_request(RequestCode.HEART_BEAT), 0)
+        client.invoke_sync(server.addr, make_request(RequestCode.HEART_BEAT), -1)
     assert server.requests == [] and client.connection(server.addr) is None
     with pytest.raises(RemotingTimeoutException, match=r"^invokeSync call the addr\[127.0.0.1:\d+\] timeout$"):
         client_factory(rules=RULES_5X).invoke_sync(server.addr, make_request(RequestCode.HEART_BEAT), 0)

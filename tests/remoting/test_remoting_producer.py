@@ -106,11 +106,17 @@ def test_silent_broker_uses_the_whole_budget_in_one_attempt(cluster):
     with pytest.raises(RemotingTooMuchRequestException) as err:
         producer.send(Message(TOPIC, b"m"), 3000)
     assert str(err.value) == "sendDefaultImpl call timeout"
-    assert [a.error for a in err.value.attempts] == ["RemotingTimeoutException"]
-    remark = err.value.attempts[0].remark  # the attempt had the whole budget, less the route lookup and connect
-    assert re.fullmatch(rf"wait response on the channel <{servers['broker-a'].addr}> timeout, (29\d\d|3000)\(ms\)", remark)
+    # the first attempt had the whole budget, less the route lookup and connect; when it expired within the
+    # deadline's millisecond, `timeout < cost` does not hold yet (whole milliseconds, as in Java) and a second
+    # attempt goes out with 0 ms left, as the Java client's does
+    attempts = err.value.attempts
+    assert [a.error for a in attempts] in (["RemotingTimeoutException"], ["RemotingTimeoutException"] * 2)
+    addr = servers["broker-a"].addr
+    assert re.fullmatch(rf"wait response on the channel <{addr}> timeout, (29\d\d|3000)\(ms\)", attempts[0].remark)
+    assert all(a.remark in (f"wait response on the channel <{addr}> timeout, 0(ms)", "invokeSync call timeout")
+               for a in attempts[1:])
     assert outcome_of(err.value) == ("RemotingTooMuchRequestException", None, "sendDefaultImpl call timeout")
-    assert len(servers["broker-a"].requests_with(RequestCode.SEND_MESSAGE_V2)) == 1
+    assert len(servers["broker-a"].requests_with(RequestCode.SEND_MESSAGE_V2)) <= len(attempts)
 
 
 def test_last_attempt_timing_out_is_access_broker_timeout(cluster):
