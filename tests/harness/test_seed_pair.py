@@ -79,10 +79,9 @@ def test_slave_readonly_default(tmp_path: Path, args: tuple[str, ...] = ()) -> N
     # then timeouts; the probe's 30 s send ends in "sendDefaultImpl call timeout"
     probe = [r for r in during if r["client"] == "probe" and r["outcome"] == "RemotingTooMuchRequestException"]
     assert probe and all(r["service_ms"] >= 29_000 for r in probe)
-    # SLAVE_NOT_AVAILABLE only for puts that met the master's connection count at zero at the slave's first
-    # reconnect, at the replication cliff: none from 10 s into the outage on (the real 4.9.1 answered 0 to 152, all
-    # within 2 s of the fault)
-    assert not [r for r in during if r["outcome"] == "SLAVE_NOT_AVAILABLE" and r["start_ns"] >= ro + 10 * 10**9]
+    # SLAVE_NOT_AVAILABLE only for puts that met the master's connection count at zero while the slave reconnected
+    # (the real 4.9.1: 0 to 152 per run, at most 5.6 % of the phase's sends)
+    assert sum(r["outcome"] == "SLAVE_NOT_AVAILABLE" for r in during) <= 0.1 * len(during)
     assert _acked_after_fault_not_on_slave(requests, readback, ro) >= 1
 
 
