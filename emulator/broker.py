@@ -14,17 +14,11 @@ from emulator.config.broker_config import BrokerConfig, ConfigError
 from emulator.controller import BrokerController
 from emulator.version import VersionError, resolve_profile
 
-SWITCH_INTERVAL_S = 0.0005
-"""How long a thread that wants the GIL waits before asking the holder to drop it (Python's default: 5 ms). A JVM's
-threads run in parallel; with the default a thread woken by the network (the HA accept thread counting a slave that
-reconnected) could wait milliseconds behind busy request threads."""
-
 
 def main(argv: list[str] | None = None) -> int:
     if argv is None:
         exec_jvm_like("emulator.broker", sys.argv[1:])
         pretouch_heap()
-        sys.setswitchinterval(SWITCH_INTERVAL_S)
     parser = argparse.ArgumentParser(prog="rmq-broker", description="Embedded RocketMQ broker")
     parser.add_argument("-c", dest="config", help="broker.conf (Java properties, Apache key names)")
     parser.add_argument("-n", dest="namesrv", help="name server address list, e.g. 127.0.0.1:9876")
