@@ -2,7 +2,8 @@
 architecture §5), and the words the loss check uses to say what it could not see. Pure Python (no Spark).
 
 A queue that is not `complete` was read up to `read_to` (the next queue offset not read): an acknowledged send placed
-at `queue_offset >= read_to` in it was not seen on that node, so it is neither lost nor missing there, only unseen.
+at `read_to <= queue_offset < max_offset` in it (the node's own max offset, where it answered one) was not seen on that
+node, so it is neither lost nor missing there, only unseen; past `max_offset` the node has no entry at all.
 A node none of whose queues could be read at all (every entry `unreadable`) was not read: the metrics that need it
 are unknown, as without a read-back. Without the file (a run made before it existed) every queue counts as read."""
 from __future__ import annotations

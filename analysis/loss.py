@@ -7,7 +7,8 @@ acknowledged (fail/info); duplicated = keys read back more than once from the ma
 of this run (prefix `<run_id>:`) that no request row has. Keys of other runs found in the topic are `foreign`.
 
 A queue a node could not serve to the end (`readback/queues.json`, `analysis.coverage`) was not seen from its
-`read_to` offset on: an acknowledged send placed there (its request row's broker, queue_id, queue_offset; the
+`read_to` offset up to its `max_offset` (past which the node has no entry, so a message placed there is known absent):
+an acknowledged send placed in that range (its request row's broker, queue_id, queue_offset; the
 slave stores a message at the master's queue offset) is `unseen_master` instead of lost, or `unseen_slave` instead
 of not_on_slave, so lost and not_on_slave are measured over the places that were read.
 
@@ -84,7 +85,8 @@ def flags() -> dict[str, Column]:
 
 def unseen_place(unread: Mapping[str, Sequence[UnreadQueue]] | None, node: str) -> Column:
     """True for a request row (`run_id, broker, queue_id, queue_offset`) placed where `node` was not read: at or past
-    `read_to` of one of its queues that was not read completely (`unread`: run -> those queues)."""
+    `read_to` of one of its queues that was not read completely, and before that queue's `max_offset` where the node
+    told it (`unread`: run -> those queues)."""
     conds = []
     for run, queues in (unread or {}).items():
         for q in queues:
@@ -92,6 +94,8 @@ def unseen_place(unread: Mapping[str, Sequence[UnreadQueue]] | None, node: str) 
                 continue
             cond = ((F.col("run_id") == F.lit(run)) & (F.col("queue_id") == F.lit(q.queue_id))
                     & (F.col("queue_offset") >= F.lit(q.read_to)))
+            if q.max_offset is not None:  # the node's own queue ends there: past it, known absent, not unseen
+                cond = cond & (F.col("queue_offset") < F.lit(q.max_offset))
             if q.broker is not None:
                 cond = cond & (F.col("broker") == F.lit(q.broker))
             conds.append(cond)

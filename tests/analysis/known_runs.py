@@ -350,10 +350,12 @@ PARTIAL_EXPECT = [
     {"name": "unseen-master", "metric": "unseen_master", "max": 10},
 ]
 SLAVE_READ_TO, MASTER_READ_TO = 60, 90
+SLAVE_SHORT_END = 80
 
 
 def _queue(node: str, q: int, n: int, read_to: int | None = None, unreadable: bool = False) -> dict[str, Any]:
-    """A coverage entry of `readback/queues.json`: complete, partial (read to `read_to`) or unreadable."""
+    """A coverage entry of `readback/queues.json`: complete, partial (read to `read_to`) or unreadable; the node's
+    queue holds `n` entries (its max offset)."""
     entry = {"node": node, "broker": "broker-a", "queue_id": q, "min_offset": 0, "max_offset": n,
              "offsets_error": None, "read_to": n, "rows": n, "status": c.QUEUE_COMPLETE, "error": None,
              "response_code": None, "remark": None}
@@ -371,26 +373,29 @@ def partial_readback_run(root: Path, run_id: str = "partial-run", coverage: str 
     (seq 5, 9, 322); the slave lacks 3 more (seq 42, 120, 283). The slave's queue 2 was read up to offset 60 only,
     the master's queue 3 up to offset 90 (those keys are on the slave). `coverage`: "partial" (queues.json says so),
     "none" (no queues.json: as a run made before it existed), "slave-unreadable" / "master-unreadable" (no queue of
-    that node could be read, no rows from it; the other node read whole)."""
+    that node could be read, no rows from it; the other node read whole), "slave-short" (as "partial", but the
+    slave's queue 2 ends at offset 80, as a read-only slave's did: what lies past it is known absent, not unseen)."""
     b = RunBuilder(root, run_id)
     a = b.answers
     keys = {i: b.send(worker="w1", seq=i, start_ms=i * 10, service_ms=1.0, outcome=c.SEND_OK, phase="steady",
                       response_code=0, place=(i % 4, i // 4)) for i in range(400)}
     not_on_master, not_on_slave = {5, 9, 322}, {42, 120, 283}
-    partly = coverage in ("partial", "none")
+    partly = coverage in ("partial", "none", "slave-short")
+    slave_end = SLAVE_SHORT_END if coverage == "slave-short" else 100
     unseen_master = {i for i in keys if i % 4 == 3 and i // 4 >= MASTER_READ_TO} if partly else set()
-    unseen_slave = {i for i in keys if i % 4 == 2 and i // 4 >= SLAVE_READ_TO} if partly else set()
+    unseen_slave = {i for i in keys if i % 4 == 2 and SLAVE_READ_TO <= i // 4 < slave_end} if partly else set()
+    not_on_slave |= {i for i in keys if i % 4 == 2 and i // 4 >= slave_end}
     for i, k in keys.items():
         if coverage != "master-unreadable" and i not in not_on_master and i not in unseen_master:
             b.read("master", k)
         if coverage != "slave-unreadable" and i not in not_on_slave and i not in unseen_slave:
             b.read("slave", k)
     b.readback.sort(key=lambda r: (r["node"], r["key"]))
-    if coverage == "partial":
+    if coverage in ("partial", "slave-short"):
         b.coverage = [_queue("master", q, 100, MASTER_READ_TO if q == 3 else None) for q in range(4)] + [
-            _queue("slave", q, 100, SLAVE_READ_TO if q == 2 else None) for q in range(4)]
+            _queue("slave", q, slave_end if q == 2 else 100, SLAVE_READ_TO if q == 2 else None) for q in range(4)]
         a.lost = {keys[i] for i in not_on_master}
-        a.not_on_slave = {keys[i] for i in not_on_slave}
+        a.not_on_slave = {keys[i] for i in not_on_slave - not_on_master}
         a.numbers = {"unseen_master": {keys[i] for i in unseen_master},
                      "unseen_slave": {keys[i] for i in unseen_slave - not_on_master}}
     elif coverage in ("slave-unreadable", "master-unreadable"):

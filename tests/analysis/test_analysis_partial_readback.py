@@ -9,14 +9,14 @@ import json
 import shutil
 
 import pytest
-from known_runs import IOOBE, MASTER_READ_TO, SLAVE_READ_TO, partial_readback_run
+from known_runs import IOOBE, MASTER_READ_TO, SLAVE_READ_TO, SLAVE_SHORT_END, partial_readback_run
 
 from analysis.errors import RunDirError
 from analysis.job import analyze
 from analysis.rundir import open_run_dir
 
 VARIANTS = {"partial-run": "partial", "old-run": "none", "slave-gone": "slave-unreadable",
-            "master-gone": "master-unreadable"}
+            "master-gone": "master-unreadable", "short-run": "slave-short"}
 
 
 @pytest.fixture(scope="module")
@@ -52,6 +52,20 @@ def test_sends_beyond_the_read_offset_are_unseen_not_missing(partial):
     assert f"slave broker-a queue 2 from offset {SLAVE_READ_TO} of 100 (partial; MQBrokerException code 1: " \
            f"{IOOBE})" in loss.note
     assert "unseen_master 10, unseen_slave 39" in loss.note
+
+
+@pytest.mark.spark
+def test_past_the_nodes_own_max_offset_a_send_is_known_absent_not_unseen(partial):
+    """The real read-only 4.9.1 slave: its queues end below the master's, and the last entries it has fail the pull
+    (IOOBE); a send placed past the slave's own max offset is not on the slave (it has no entry there)."""
+    made, results = partial
+    answers, loss = made["short-run"][1], results["short-run"].loss
+    # slave queue 2 read to 60, ends at 80: offsets 60-79 unseen (20), 80-99 absent (20, seq 322 lost on the master)
+    assert loss.counts["unseen_slave"] == len(answers.numbers["unseen_slave"]) == SLAVE_SHORT_END - SLAVE_READ_TO
+    assert loss.counts["not_on_slave"] == len(answers.not_on_slave) == 3 + 19
+    assert set(loss.samples["not_on_slave"]) <= answers.not_on_slave
+    assert loss.counts["lost"] == 3
+    assert f"slave broker-a queue 2 from offset {SLAVE_READ_TO} of {SLAVE_SHORT_END} (partial" in loss.note
 
 
 @pytest.mark.spark
