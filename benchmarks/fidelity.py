@@ -83,7 +83,7 @@ def tables(runs_dir: Path) -> str:
     for name, by_program in sorted(summaries.items()):
         emu, real = by_program.get("emulator", []), by_program.get("apache", [])
         out.append(f"### {name}\n")
-        out.append("| | emulator | real 4.9.x |\n|---|---|---|")
+        out.append("| | emulator | Apache RocketMQ |\n|---|---|---|")
         out.append(f"| verdict (held) | {' / '.join(str(s['valid']) + ' ' + s['held'] for s in emu)} | "
                    f"{' / '.join(str(s['valid']) + ' ' + s['held'] for s in real)} |\n")
         for phase in _phase_order(emu + real):
