@@ -21,7 +21,7 @@ from harness.resources.loop_store import LoopStore
 from remoting.admin import BrokerAdmin
 from remoting.client import RemotingClient
 from remoting.consumer import PullConsumer
-from remoting.errors import RemotingError
+from remoting.errors import MQBrokerException, RemotingError
 from remoting.namesrv import NameServerClient
 from remoting.producer import Producer
 from remoting.route import TopicRouteData
@@ -232,10 +232,21 @@ class EmuCluster:
         self._producers.append(producer)
         return producer
 
-    def pull_all(self, role: str, topic: str, queues: int) -> list[MessageExt]:
-        """Every message of `topic` held by `role`'s broker, queue after queue (PULL_MESSAGE)."""
+    def pull_all(self, role: str, topic: str, queues: int, refused: list | None = None) -> list[MessageExt]:
+        """Every message of `topic` held by `role`'s broker, queue after queue (PULL_MESSAGE). With `refused` (a list),
+        a queue whose pull the broker refuses (MQBrokerException, e.g. a read-only slave's consume-queue entry over
+        bytes it never wrote: IndexOutOfBoundsException) is read up to there and the error appended to it."""
         addr = self.nodes[role].addr
-        return [m for q in range(queues) for m in self.consumer.iter_queue(addr, topic, q)]
+        messages: list[MessageExt] = []
+        for q in range(queues):
+            try:
+                for m in self.consumer.iter_queue(addr, topic, q):
+                    messages.append(m)
+            except MQBrokerException as e:
+                if refused is None:
+                    raise
+                refused.append((q, e))
+        return messages
 
     def target(self, role: str) -> NodeTarget:
         node = self.nodes[role]

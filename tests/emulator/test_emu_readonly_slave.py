@@ -63,7 +63,9 @@ def test_readonly_slave_acks_then_stalls_at_file_boundary(emu_cluster):
     assert "appendData getLastMappedFile error" in slave_log
     acked = {o.key for o in flood.matching(after, "SEND_OK")}
     on_master = {m.keys for m in cluster.pull_all("master", TOPIC, 4)}
-    on_slave = {m.keys for m in cluster.pull_all("slave", TOPIC, 4)}
+    refused: list = []  # as the real 4.9.1 slave, it may refuse the entries it indexed over bytes it never wrote
+    on_slave = {m.keys for m in cluster.pull_all("slave", TOPIC, 4, refused=refused)}
+    assert all("java.lang.IndexOutOfBoundsException" in e.remark for _, e in refused), refused
     assert acked and acked <= on_master
     assert not acked & on_slave
 
