@@ -257,7 +257,10 @@ class Connection:
                 if cmd.flag & RPC_TYPE_RESPONSE:
                     future = self._pending.pop(cmd.opaque, None)
                     if future is not None:
-                        if self.closing_deadline < time.monotonic():  # closed by a timeout before it came
+                        now = time.monotonic()
+                        if future.deadline < now:
+                            pass  # came after its deadline: the JVM's waiter had timed out (its thread will too)
+                        elif self.closing_deadline < now:  # closed by a timeout before it came
                             future.complete(None, send_ok=False, at=self.closing_deadline)
                         else:
                             future.complete(cmd)
