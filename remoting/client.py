@@ -25,6 +25,13 @@ LOCK_TIMEOUT_S = 3.0  # NettyRemotingClient.LOCK_TIMEOUT_MILLIS
 RpcHook = Callable[[str, RemotingCommand], None]
 
 
+def now_ms() -> int:
+    """Java's `System.currentTimeMillis()` granularity: whole milliseconds (of the monotonic clock), so budget checks
+    such as `timeout < cost` compare as the Java client does (a send failed within the millisecond of its deadline
+    still gets its next attempt, with 0 ms left)."""
+    return time.monotonic_ns() // 1_000_000
+
+
 @dataclass(frozen=True, slots=True)
 class TransportRules:
     """How a client version's `invokeSync` behaves where versions differ (see `remoting.profiles`)."""
@@ -68,7 +75,7 @@ class RemotingClient:
         """Send `request` to `addr` (None: a name server) and wait for its response, at most `timeout_ms` in all
         (plus the connect time, as in Java). Raises RemotingConnectException, RemotingSendRequestException,
         RemotingTimeoutException."""
-        begin = time.monotonic_ns() // 1_000_000  # whole milliseconds, as System.currentTimeMillis()
+        begin = now_ms()
         addr, conn = self._channel(addr)
         if conn is None or not conn.active:
             self._unusable(addr, conn)
@@ -77,7 +84,7 @@ class RemotingClient:
         try:
             if self.rpc_hook is not None:
                 self.rpc_hook(addr, request)
-            cost = time.monotonic_ns() // 1_000_000 - begin
+            cost = now_ms() - begin
             left = timeout_ms - cost
             if left < 0 or (left == 0 and rules.timeout_when_nothing_left):
                 raise RemotingTimeoutException(rules.pre_send_timeout.format(addr=addr), addr)

@@ -220,7 +220,7 @@ class Connection:
         self.connected.set()
 
     def _fail_all(self, cause: BaseException | None) -> None:
-        at = min(time.monotonic(), self.closing_deadline)  # a close by a timeout happened, for the JVM, at its deadline
+        at = self.closed_at  # a close by a timeout happened, for the JVM, at its deadline
         for opaque in list(self._pending):
             future = self._pending.pop(opaque, None)
             if future is not None:

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 
 from remoting.admin import heartbeat_body
-from remoting.client import RemotingClient
+from remoting.client import RemotingClient, now_ms
 from remoting.codes import ClientErrorCode, RequestCode, ResponseCode
 from remoting.command import RemotingCommand, make_request, next_opaque
 from remoting.errors import (
@@ -56,12 +56,6 @@ SEND_STATUS_BY_CODE = {
 DEFAULT_REGION_ID = "DefaultRegion"
 CLIENT_INNER_PRODUCER_GROUP = "CLIENT_INNER_PRODUCER"
 FIRST_HEARTBEAT_DELAY_S = 1.0  # MQClientInstance.startScheduledTask: heartbeat after 1000 ms
-
-
-def _now_ms() -> int:
-    """Java's `System.currentTimeMillis()` granularity: whole milliseconds, so `timeout < cost` compares as the client
-    does (a send failed within the millisecond of its deadline still gets its next attempt, with 0 ms left)."""
-    return time.monotonic_ns() // 1_000_000
 
 
 @dataclass(slots=True)
@@ -162,7 +156,7 @@ class Producer:
         check_message(message, profile.max_message_size)
         self._ensure_background()
         attempts: list[Attempt] = []
-        begin_first = _now_ms()
+        begin_first = now_ms()
         try:
             info = self.routes.find_publish_info(message.topic)
         except RemotingError as e:
@@ -190,7 +184,7 @@ class Producer:
             brokers_sent[times] = mq.broker_name
             # the JVM's client goes on within microseconds of a failure; this thread may run milliseconds later
             # (GIL, greenlets), which must not turn a next attempt into a call timeout
-            begin_prev = _now_ms() if failed_at_ms is None else failed_at_ms
+            begin_prev = now_ms() if failed_at_ms is None else failed_at_ms
             cost = begin_prev - begin_first
             if timeout < cost:
                 call_timeout = True
@@ -225,7 +219,7 @@ class Producer:
             error: RemotingError = RemotingTooMuchRequestException("sendDefaultImpl call timeout")
         else:
             sent = "[" + ", ".join("null" if b is None else b for b in brokers_sent) + "]"
-            info_text = (f"Send [{times}] times, still failed, cost [{int(_now_ms() - begin_first)}]ms, "
+            info_text = (f"Send [{times}] times, still failed, cost [{now_ms() - begin_first}]ms, "
                          f"Topic: {message.topic}, BrokersSent: {sent}{suggest_todo()}")
             error = MQClientException.wrapping(info_text, exception)
             error.response_code = _client_error_code(exception)
@@ -235,7 +229,7 @@ class Producer:
     def _send_kernel(self, message: Message, mq: MessageQueue, info: TopicPublishInfo, timeout: float,
                      attempts: list[Attempt]) -> SendResult:
         """`sendKernelImpl` + `MQClientAPIImpl.sendMessage` (SYNC): build SEND_MESSAGE_V2 and invoke it."""
-        begin = _now_ms()
+        begin = now_ms()
         began = time.monotonic()
         addr = self.routes.master_addr(mq.broker_name)
         attempt = Attempt(mq.broker_name, addr, mq.queue_id, None, None, 0.0)
@@ -247,9 +241,9 @@ class Producer:
             if addr is None:
                 raise MQClientException.wrapping(f"The broker[{mq.broker_name}] not exist", None)
             request = self._request(message, mq)
-            if timeout < _now_ms() - begin:
+            if timeout < now_ms() - begin:
                 raise RemotingTooMuchRequestException("sendKernelImpl call timeout")
-            response = self.client.invoke_sync(addr, request, timeout - (_now_ms() - begin))
+            response = self.client.invoke_sync(addr, request, timeout - (now_ms() - begin))
             attempt.response_code = response.code
             attempt.remark = response.remark
             return self._process_send_response(mq, message, response, addr)
