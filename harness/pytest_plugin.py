@@ -104,16 +104,11 @@ def _scenario_source(request: pytest.FixtureRequest) -> Any:
     return DEFAULT_SCENARIO
 
 
-def _base(request: pytest.FixtureRequest) -> Path:
-    """Relative scenario paths: the test file's directory first, then the rootdir."""
-    here = Path(str(request.node.path)).parent
-    return here
-
-
 def _load(source: Any, program: str | None, request: pytest.FixtureRequest) -> Any:
+    """The scenario, validated; a relative path is tried under the test file's directory, then the rootdir."""
     from harness.qualify import ScenarioSourceError, load_one
 
-    base = _base(request)
+    base = Path(str(request.node.path)).parent
     if isinstance(source, str | Path) and not Path(source).is_absolute() and not (base / source).exists():
         base = request.config.rootpath
     try:
