@@ -15,7 +15,9 @@ Example::
 """
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator, Mapping
@@ -141,6 +143,14 @@ class Cluster:
         """Close the producers, revert faults still in effect (newest first), copy the logs, take the cluster down;
         every step is tried, the first error is raised after all of them."""
         errors: list[BaseException] = []
+        with signals_deferred() as got:
+            self._down_steps(errors)
+        if got:
+            raise KeyboardInterrupt(got[0])
+        if errors:
+            raise errors[0]
+
+    def _down_steps(self, errors: list[BaseException]) -> None:
         steps = [*(p.close for p in reversed(self._producers)), *(f.revert for f in reversed(self._faults)),
                  self.backend.copy_logs, self.backend.down]
         self._producers, self._faults = [], []
@@ -149,8 +159,6 @@ class Cluster:
                 step()
             except Exception as err:  # noqa: BLE001 - take everything down, report the first failure
                 errors.append(err)
-        if errors:
-            raise errors[0]
 
     # --- what a test uses ---------------------------------------------------------------------------------------
 
@@ -213,8 +221,32 @@ class Cluster:
                 applied.evidence["verify"] = fault.verify()
             yield applied
         finally:
+            with signals_deferred() as got:
+                fault.revert()  # when it raises, the fault stays listed: the cluster's down tries it again
             self._faults.remove(fault)
-            fault.revert()
+            if got:
+                raise KeyboardInterrupt(got[0])
+
+
+@contextmanager
+def signals_deferred() -> Iterator[list[str]]:
+    """While a cluster goes down, Ctrl-C and SIGTERM are reported and held (as the runner's wind-down does); the
+    list names those that came, so the caller raises KeyboardInterrupt once everything is down."""
+    got: list[str] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield got
+        return
+
+    def hold(signum: int, _frame: Any) -> None:
+        got.append(signal.Signals(signum).name)
+        print(f"{got[-1]}: taking the cluster down first, please wait", file=sys.stderr)
+
+    previous = {s: signal.signal(s, hold) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield got
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
 
 
 def isolate_for(scenario: Scenario) -> None:
