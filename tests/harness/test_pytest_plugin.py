@@ -124,6 +124,28 @@ def test_a_matrix_is_refused_in_one_line(pytester: pytest.Pytester, plugin_args:
     assert not (pytester.path / "state" / "work").exists() or not list((pytester.path / "state" / "work").iterdir())
 
 
+def test_scenario_of_an_indirect_parameter_and_of_a_dict(pytester: pytest.Pytester, plugin_args: list[str]) -> None:
+    """The parameter wins over the marker; a dict is checked as a file is, its problem in one line."""
+    pytester.makepyfile(f"""
+        import pytest
+
+        @pytest.mark.rmq_scenario({{"name": "from-marker", "phases": [{{"name": "p", "duration": "1s"}}]}})
+        @pytest.mark.parametrize("rmq_cluster", [{str(REPO / "scenarios" / "qualification-matrix.yaml")!r}],
+                                 indirect=True)
+        def test_param(rmq_cluster):
+            raise AssertionError("never reached")
+
+        @pytest.mark.rmq_scenario({{"name": "bad-dict", "phases": [{{"name": "p", "duration": "1s"}}],
+                                    "cluster": {{"versoin": "4.9.1"}}}})
+        def test_dict(rmq_cluster):
+            raise AssertionError("never reached")
+    """)
+    result = pytester.runpytest_inprocess(*plugin_args)
+    result.assert_outcomes(errors=2)
+    result.stdout.fnmatch_lines(["*qualification-matrix.yaml: a matrix of * runs*",
+                                 "*<dict bad-dict>*cluster.versoin*"])
+
+
 @pytest.mark.root
 @pytest.mark.spark
 def test_failing_expectation_fails_the_test_with_its_measured_value(pytester: pytest.Pytester,

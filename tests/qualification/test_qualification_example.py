@@ -13,7 +13,7 @@ import pytest
 
 from remoting.outcome import outcome_of
 
-pytestmark = [pytest.mark.root, pytest.mark.spark]
+pytestmark = pytest.mark.root
 
 READONLY_SLAVE = {
     "name": "qualification-readonly-slave",
@@ -64,5 +64,6 @@ def test_readonly_slave_turns_send_ok_into_timeouts(rmq_cluster, fault) -> None:
                           "FLUSH_SLAVE_TIMEOUT", "SLAVE_NOT_AVAILABLE"}, stuck
 
 
+@pytest.mark.spark
 def test_short_healthy_run_meets_its_expectations(assert_run_expectations) -> None:
     assert_run_expectations("healthy-short.yaml")
