@@ -168,6 +168,7 @@ def assert_run_expectations(request: pytest.FixtureRequest, rmq_state_dir: Path,
     from harness.qualify_run import assert_run_expectations as check
 
     def run(source: Any, program: str | None = None) -> dict[str, Any]:
+        __tracebackhide__ = True
         chosen = program or _program(request)
         _needs(chosen)
         scenario = _load(source, chosen, request)

@@ -61,6 +61,7 @@ def assert_run_expectations(source: str | Path | Mapping[str, Any] | Scenario, *
     """Run `source` (a scenario file, a dict of one, or a `Scenario`; `program` overrides `cluster.program`) and
     assert that every expectation held; the verdict (verdict.json) is returned. The AssertionError lists each
     expectation that failed or could not be measured, with its measured value, and the run directory."""
+    __tracebackhide__ = True  # pytest shows the test's line, not this helper's
     scenario = load_one(source, program, base)
     result = run_scenario(scenario, out, state_dir)
     verdict = read_verdict(result.run_dir)

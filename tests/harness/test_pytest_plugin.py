@@ -161,6 +161,7 @@ def test_failing_expectation_fails_the_test_with_its_measured_value(pytester: py
         "*run directory: *plugin-failing-expectation-run-*",
     ])
     assert "- held-send-ok" not in out, "only what did not hold is listed"
+    assert "qualify_run.py:" not in out, "the traceback ends at the test's line, not inside the helper"
     measured = int(next(line for line in out.splitlines() if "- impossible-no-send-ok" in line)
                    .split("measured ")[1].split()[0])
     assert measured >= 1
