@@ -10,7 +10,9 @@ Example::
 """
 from __future__ import annotations
 
+import math
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -18,7 +20,7 @@ from harness.matrix import expand
 from harness.scenario import Scenario
 from harness.scenariocheck import check_scenario
 from harness.schemabase import first_error
-from harness.yamlsource import SourceError, load_marked
+from harness.yamlsource import Marks, SourceError, load_marked
 
 __all__ = ["SourceError", "load_scenarios", "load_scenario_text"]
 
@@ -40,6 +42,22 @@ def load_scenario_text(path: str | Path, text: str | None) -> list[Scenario]:
         except ValidationError as err:
             raise first_error(err, combo.marks) from None
         scenario.variant = combo.variant
+        _check_finite(scenario, combo.marks)
         check_scenario(scenario, combo.marks)
         runs.append(scenario)
     return runs
+
+
+def _check_finite(scenario: Scenario, marks: Marks) -> None:
+    """A number written as text (`min: "1e400"`) may validate to infinity or NaN: refuse it at its key."""
+    stack: list[tuple[tuple[str | int, ...], Any]] = [((), scenario.model_dump(mode="python"))]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            if path[:1] == ("phases",) and len(path) > 1 and isinstance(path[1], int):
+                path = ("phases", scenario.source_phase(path[1]), *path[2:])
+            raise marks.error(path, f"{value} is not a finite number; allowed: finite numbers")
+        if isinstance(value, dict):
+            stack += [(path + (k,), v) for k, v in value.items()]
+        elif isinstance(value, list):
+            stack += [(path + (i,), v) for i, v in enumerate(value)]
