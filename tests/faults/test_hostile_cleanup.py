@@ -45,11 +45,11 @@ phases:
   - name: healthy
     duration: 1s
   - name: readonly
-    duration: 4s
+    duration: 2s
     faults:
       - {id: ro, kind: readonly_fs, target: slave}
   - name: recovery
-    duration: 2s
+    duration: 1s
 """
 START_S = 150
 
