@@ -23,6 +23,8 @@ from harness.schemabase import first_error
 from harness.yamlsource import Marks, SourceError, load_marked
 
 __all__ = ["SourceError", "load_scenarios", "load_scenario_text"]
+MAX_MATRIX_VALUES = 500_000
+"""Runs of a matrix times the values of the file: the work of expanding and checking every run is bounded by it."""
 
 
 def load_scenarios(path: str | Path) -> list[Scenario]:
@@ -35,6 +37,7 @@ def load_scenario_text(path: str | Path, text: str | None) -> list[Scenario]:
     data, marks = load_marked(path, text)
     if not isinstance(data, dict):
         raise marks.error((), f"a scenario is a mapping of keys to values, got {type(data).__name__}")
+    _check_matrix_work(data, marks)
     runs = []
     for combo in expand(data, marks):
         try:
@@ -61,3 +64,15 @@ def _check_finite(scenario: Scenario, marks: Marks) -> None:
             stack += [(path + (k,), v) for k, v in value.items()]
         elif isinstance(value, list):
             stack += [(path + (i,), v) for i, v in enumerate(value)]
+
+
+def _check_matrix_work(data: dict[str, Any], marks: Marks) -> None:
+    """Refuse, before expanding anything, a matrix whose runs would copy and check too many values in all."""
+    matrix = data.get("matrix")
+    if not isinstance(matrix, dict):
+        return
+    runs = math.prod(len(v) if isinstance(v, list) and v else 1 for v in matrix.values())
+    values = max(len(marks.lines), 1)
+    if runs * values > MAX_MATRIX_VALUES:
+        raise marks.error(("matrix",), f"{runs} runs of {values} values each is more than {MAX_MATRIX_VALUES} "
+                                       "values to expand and check; allowed: fewer runs or a smaller file")

@@ -51,6 +51,10 @@ CRAFTED: dict[str, tuple[str | bytes, str]] = {
     "petabyte-store": ("name: x\ncluster: {store_size: 4096TiB}\nphases: [{name: a, duration: 1s}]\n", "at most"),
     "endless-think-time": ("name: x\nload: {clients: [{name: f, users: 1, think_time: 9999999h}]}\n"
                            "phases: [{name: a, duration: 1s}]\n", "at most"),
+    "matrix-of-a-million-runs": ("name: x\ncluster: {allow_keys: [" + ", ".join(f"k{i}" for i in range(10)) + "]}\n"
+                                 "phases: [{name: a, duration: 1s}]\nmatrix:\n"
+                                 + "".join(f"  cluster.broker.common.k{i}: [1, 2, 3, 4]\n" for i in range(10)),
+                                 "runs"),
     "many-phases": ("name: x\nphases:\n" + "".join(f"  - {{name: p{i}, duration: 1ms}}\n" for i in range(300)),
                     "at most"),
     "giant-string": ("name: " + "a" * 300_000 + "\nphases: [{name: a, duration: 1s}]\n", "KiB"),
