@@ -152,3 +152,27 @@ def test_fuzzed_run_dir_files_open_or_fail_in_one_line(events, scenario_junk, cu
         assert "\n" not in line and str(run) in line, line[:300]
         return
     assert opened.timeline is not None
+
+
+@pytest.mark.timeout(300)
+@settings(max_examples=60, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(cut=st.integers(min_value=0, max_value=1 << 20), flip=st.integers(min_value=0, max_value=1 << 20),
+       junk=st.binary(max_size=32))
+def test_fuzzed_parquet_parts_are_skipped_or_refused(cut, flip, junk, base_run, tmp_path_factory) -> None:
+    """A part file cut short, with a byte flipped or junk spliced in (footer included): skipped with a reason,
+    accepted when still readable, or refused in one line naming it; never a crash."""
+    run = tmp_path_factory.mktemp("parts") / "run"
+    shutil.copytree(base_run, run)
+    part = sorted((run / "requests").glob("part-*.parquet"))[0]
+    raw = bytearray(part.read_bytes())
+    at = flip % len(raw)
+    raw[at] ^= 0xFF
+    cut %= len(raw) + 1
+    part.write_bytes(bytes(raw[:cut]) + junk + bytes(raw[cut:]))
+    try:
+        opened = open_run_dir(run)
+    except RunDirError as err:
+        assert "\n" not in str(err) and part.name in str(err), str(err)[:300]
+        return
+    assert part in opened.parts["requests"] or any(part.name in s for s in opened.skipped["requests"])
