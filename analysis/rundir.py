@@ -70,6 +70,9 @@ class RunDir:
 
 MAX_EVENTS_BYTES = 256 * 1024 * 1024
 """events.jsonl larger than this is not a run's: a few hundred bytes per event, a few thousand events."""
+TIMELINE_EVENTS = (c.EVENT_RUN_START, c.EVENT_RUN_END, c.EVENT_LOAD_START, c.EVENT_LOAD_STOP, c.EVENT_PHASE_START,
+                   c.EVENT_PHASE_END, c.EVENT_FAULT, c.EVENT_READBACK_START, c.EVENT_READBACK_END)
+"""Events `analysis.timeline` folds; their keys are type-checked, other events pass as they are."""
 EVENT_STRINGS = ("event", "run_id", "phase", "fault_id", "kind", "target", "action", "status")
 EVENT_NUMBERS = ("wall_ns", "duration_s", "rate", "index", "rows")
 
@@ -216,6 +219,8 @@ def _event_problem(ev: Any) -> str | None:
     """Why a parsed line is not an event the timeline can use (None when it is)."""
     if not isinstance(ev, dict) or not isinstance(ev.get("event"), str):
         return "not an event object with 'event'"
+    if ev["event"] not in TIMELINE_EVENTS:
+        return None  # the timeline does not read it; its keys may be anything (node_exit's status is a number)
     for key in EVENT_STRINGS:
         if ev.get(key) is not None and not isinstance(ev[key], str):
             return f"key {key!r} must be a string, got {type(ev[key]).__name__}"
