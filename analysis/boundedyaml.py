@@ -138,7 +138,8 @@ def check_node(root: yaml.Node, loader: yaml.SafeLoader) -> None:
         if key in sizes:
             continue
         if key in active:
-            raise YamlLimit(node.start_mark.line + 1, "an alias refers to a node that contains it (a cycle)", path)
+            raise YamlLimit(node.start_mark.line + 1, "an alias refers to a node that contains it (a cycle); "
+                                                      "allowed: aliases to nodes outside themselves", path)
         _check_scalar(node, loader, path)
         active.add(key)
         stack.append((node, True, path))

@@ -23,6 +23,7 @@ from faults.errors import UndoError
 from faults.journal import Journal
 from faults.system import mounts
 from faults.system.procs import TAG_ENV
+from harness.cli import main
 from harness.resources.loop_store import KIND as STORE_KIND
 from harness.resources.loop_store import LoopStore
 
@@ -163,7 +164,8 @@ def test_a_busy_store_waits_for_the_runs_holder_and_names_anyone_elses(journal: 
 
 @pytest.mark.timeout(120)
 def test_cleanup_says_which_process_holds_a_store_it_cannot_unmount(journal: Journal, base_dir: Path, state_dir: Path,
-                                                                    run_id: str) -> None:
+                                                                    run_id: str, capsys: pytest.CaptureFixture[str]
+                                                                    ) -> None:
     if os.geteuid() != 0:
         pytest.skip("needs root")
     store = LoopStore.create(journal, str(base_dir / "img"), str(base_dir / "mnt"), 32 << 20, run_id=run_id)
@@ -179,6 +181,12 @@ def test_cleanup_says_which_process_holds_a_store_it_cannot_unmount(journal: Jou
         assert f"pid {child.pid}" in item["error"] and "not of this run" in item["error"]
         assert any(store.mount in line and "mount" in line for line in report.left), report.left
         assert child.poll() is None
+        capsys.readouterr()
+        assert main(["cleanup", "--state-dir", str(state_dir), "--all"]) == 1
+        out = capsys.readouterr().out
+        said = [line for line in out.splitlines() if line.startswith("could not undo")]
+        assert len(said) == 1 and STORE_KIND in said[0] and f"pid {child.pid}" in said[0], out
+        assert any(line.startswith("still on the machine: mount") for line in out.splitlines()), out
     finally:
         child.kill()
         child.wait()
