@@ -20,6 +20,7 @@ import itertools
 import json
 import os
 import re
+import stat
 import threading
 import time
 from collections.abc import Iterable, Mapping
@@ -49,6 +50,8 @@ PART_GLOB = "part-*.parquet"
 PART_NAME_RE = re.compile(r"^part-(?P<worker>[A-Za-z0-9_.-]+)-(?P<n>\d+)\.parquet$")
 WORKER_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
 DEFAULT_BATCH_ROWS = 10_000
+MAX_JSON_BYTES = 64 * 1024 * 1024
+"""cluster.json and readback/queues.json larger than this are not a run's (they hold one entry per node or queue)."""
 
 
 @dataclass(frozen=True)
@@ -262,18 +265,29 @@ def write_readback_queues(path: str | os.PathLike[str], run_id: str, topic: str 
     return final
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
 def read_readback_queues(path: str | os.PathLike[str]) -> list[dict[str, Any]] | None:
     """The entries of `readback/queues.json`; None when the file does not exist (a run made before it existed:
     every queue counts as read completely). Raises ValueError (one line naming file and key) on bad content."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        st = p.stat()
     except FileNotFoundError:
         return None
+    if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_JSON_BYTES:
+        raise ValueError(f"{p}: not a regular file of at most {MAX_JSON_BYTES} bytes; allowed: the file the "
+                         "read-back wrote")
     try:
-        data = json.loads(text)
+        data = json.loads(p.read_bytes().decode("utf-8"), parse_constant=_no_constant)
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{p}: not UTF-8 text ({err.reason} at offset {err.start})") from None
+    except RecursionError:
+        raise ValueError(f"{p}: not JSON (nested too deeply)") from None
     except ValueError as err:
-        raise ValueError(f"{p}: not JSON ({err})") from None
+        raise ValueError(f"{p}: not JSON ({' '.join(str(err).split())[:200]})") from None
     if not isinstance(data, Mapping) or not isinstance(data.get("queues"), list):
         raise ValueError(f"{p}: queues: must be a list of objects with keys {', '.join(READBACK_QUEUE_FIELDS)}")
     return [check_readback_queue(q, f"{p}: queues[{i}]") for i, q in enumerate(data["queues"])]

@@ -8,6 +8,8 @@ What an interrupted run leaves behind is accepted and noted in `warnings`: a hal
 from __future__ import annotations
 
 import json
+import math
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,7 @@ import pyarrow.parquet as pq
 import yaml
 
 from analysis import contract as c
+from analysis.boundedyaml import YamlLimit, read_capped, safe_load_bounded
 from analysis.coverage import Coverage, describe_unread
 from analysis.errors import RunDirError
 from analysis.expectations import Expectation, parse_expectations
@@ -65,6 +68,14 @@ class RunDir:
         return not self.skipped["requests"]
 
 
+MAX_EVENTS_BYTES = 256 * 1024 * 1024
+"""events.jsonl larger than this is not a run's: a few hundred bytes per event, a few thousand events."""
+TIMELINE_EVENTS = (c.EVENT_RUN_START, c.EVENT_RUN_END, c.EVENT_LOAD_START, c.EVENT_LOAD_STOP, c.EVENT_PHASE_START,
+                   c.EVENT_PHASE_END, c.EVENT_FAULT, c.EVENT_READBACK_START, c.EVENT_READBACK_END)
+"""Events `analysis.timeline` folds; their keys are type-checked, other events pass as they are."""
+EVENT_STRINGS = ("event", "run_id", "phase", "fault_id", "kind", "target", "action", "status")
+EVENT_NUMBERS = ("wall_ns", "duration_s", "rate", "index", "rows")
+
 SCHEMAS = {c.REQUESTS_DIR: c.REQUEST_SCHEMA, c.METRICS_DIR: c.METRICS_SCHEMA, c.READBACK_DIR: c.READBACK_SCHEMA}
 
 
@@ -87,6 +98,7 @@ def open_run_dir(path: str | Path) -> RunDir:
         expectations = parse_expectations(scenario.get("expect"), source=str(layout.scenario)) if scenario else []
     except ValueError as err:
         raise RunDirError(str(err)) from None
+    _check_finite(expectations, layout.scenario)
     _check_phase_names(expectations, phases, timeline, layout.scenario)
     parts: dict[str, list[Path]] = {}
     skipped: dict[str, list[str]] = {}
@@ -122,13 +134,18 @@ def _read_scenario(layout: c.RunLayout, warnings: list[str]) -> tuple[dict[str, 
     if not layout.scenario.exists():
         warnings.append("scenario.yaml: missing: no expectations, phases from events.jsonl only")
         return {}, None
-    text = layout.scenario.read_text(encoding="utf-8", errors="replace")
     try:
-        data = yaml.safe_load(text)
+        text = read_capped(layout.scenario)
+        data = safe_load_bounded(text)
+    except YamlLimit as err:
+        where = f"{layout.scenario}:{err.line}" if err.line else str(layout.scenario)
+        key = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.path).lstrip(".")
+        raise RunDirError(f"{where}: {key + ': ' if key else ''}{err.problem}") from None
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark else ""
-        raise RunDirError(f"{layout.scenario}:{where} not valid YAML ({getattr(err, 'problem', err)})") from None
+        problem = " ".join(str(getattr(err, "problem", None) or err).split())
+        raise RunDirError(f"{layout.scenario}:{where} not valid YAML ({problem})") from None
     if data is None:
         return {}, text
     if not isinstance(data, dict):
@@ -148,10 +165,18 @@ def _phases(scenario: dict[str, Any], source: Path) -> list[PhaseSpec]:
         if not isinstance(ph, dict) or not isinstance(ph.get("name"), str) or not ph["name"]:
             raise RunDirError(f"{source}: phases[{i}].name: must be a non-empty string")
         dur = ph.get("duration_s")
-        if dur is not None and (isinstance(dur, bool) or not isinstance(dur, int | float) or dur < 0):
+        if dur is not None and (isinstance(dur, bool) or not isinstance(dur, int | float) or not 0 <= dur < math.inf):
             raise RunDirError(f"{source}: phases[{i}].duration_s: must be a number of seconds >= 0, got {dur!r}")
         out.append(PhaseSpec(ph["name"], dur))
     return out
+
+
+def _check_finite(expectations: list[Expectation], source: Path) -> None:
+    """A limit written as text (`min: "1e400"`) may validate to infinity or NaN: refuse it at its key."""
+    for i, e in enumerate(expectations):
+        for key, v in e.model_dump().items():
+            if isinstance(v, float) and not math.isfinite(v):
+                raise RunDirError(f"{source}: expect[{i}].{key}: {v} is not a finite number; allowed: finite numbers")
 
 
 def _check_phase_names(expectations: list[Expectation], phases: list[PhaseSpec], timeline: Timeline,
@@ -166,32 +191,68 @@ def _read_events(layout: c.RunLayout, warnings: list[str]) -> list[dict[str, Any
     if not layout.events.exists():
         warnings.append("events.jsonl: missing: no phases, faults or run status")
         return []
+    _regular(layout.events, MAX_EVENTS_BYTES)
     lines = layout.events.read_bytes().split(b"\n")
     events = []
     for n, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
         try:
-            ev = json.loads(raw)
-        except ValueError:
+            ev = json.loads(raw, parse_constant=_no_constant)
+        except (ValueError, RecursionError):
             last = all(not rest.strip() for rest in lines[n:])
             warnings.append(f"events.jsonl line {n}: not JSON ({'truncated last line' if last else 'skipped'})")
             continue
-        if isinstance(ev, dict) and isinstance(ev.get("event"), str):
-            events.append(ev)
+        problem = _event_problem(ev)
+        if problem:
+            warnings.append(f"events.jsonl line {n}: {problem} (skipped)")
         else:
-            warnings.append(f"events.jsonl line {n}: not an event object with 'event' (skipped)")
+            events.append(ev)
     return events
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _event_problem(ev: Any) -> str | None:
+    """Why a parsed line is not an event the timeline can use (None when it is)."""
+    if not isinstance(ev, dict) or not isinstance(ev.get("event"), str):
+        return "not an event object with 'event'"
+    if ev["event"] not in TIMELINE_EVENTS:
+        return None  # the timeline does not read it; its keys may be anything (node_exit's status is a number)
+    for key in EVENT_STRINGS:
+        if ev.get(key) is not None and not isinstance(ev[key], str):
+            return f"key {key!r} must be a string, got {type(ev[key]).__name__}"
+    for key in EVENT_NUMBERS:
+        v = ev.get(key)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int | float) or abs(v) >= 2**63):
+            return f"key {key!r} must be a number below 2**63, got {type(v).__name__}"
+    return None
+
+
+def _regular(path: Path, limit: int) -> None:
+    """Refuse a run-directory file that is not a regular file of at most `limit` bytes (a FIFO would block)."""
+    try:
+        st = path.stat()
+    except OSError as err:
+        raise RunDirError(f"{path}: cannot read it: {err.strerror or err}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise RunDirError(f"{path}: not a regular file; allowed: a file written by the run")
+    if st.st_size > limit:
+        raise RunDirError(f"{path}: {st.st_size} bytes; allowed: at most {limit} bytes")
 
 
 def _read_cluster(layout: c.RunLayout, warnings: list[str]) -> dict[str, Any] | None:
     if not layout.cluster.exists():
         warnings.append("cluster.json: missing: the report shows no config in effect")
         return None
+    _regular(layout.cluster, c.MAX_JSON_BYTES)
     try:
-        data = json.loads(layout.cluster.read_text(encoding="utf-8"))
-    except ValueError as err:
-        warnings.append(f"cluster.json: not JSON ({err}): not shown")
+        data = json.loads(layout.cluster.read_text(encoding="utf-8"), parse_constant=_no_constant)
+    except (ValueError, RecursionError) as err:
+        problem = "nested too deeply" if isinstance(err, RecursionError) else " ".join(str(err).split())[:200]
+        warnings.append(f"cluster.json: not JSON ({problem}): not shown")
         return None
     return data if isinstance(data, dict) else {"cluster": data}
 
@@ -202,6 +263,9 @@ def _screen_parts(directory: Path, schema: pa.Schema) -> tuple[list[Path], list[
         return [], []
     good, bad = [], []
     for path in sorted(directory.glob(c.PART_GLOB)):
+        if not path.is_file():  # a FIFO would block the reader, a directory is no part
+            bad.append(f"{path.name}: not a regular file")
+            continue
         try:
             file_schema = pq.read_schema(path)
         except (OSError, pa.ArrowException) as err:

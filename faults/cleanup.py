@@ -11,7 +11,8 @@ from pathlib import Path
 from faults.cluster_state import list_clusters, read_cluster_state, remove_cluster_state
 from faults.errors import FaultError, UndoError
 from faults.events import Emit, discard, stamp
-from faults.journal import Journal, default_state_dir
+from faults.journal import Entry, Journal, default_state_dir
+from faults.system.procs import ProcId
 from faults.undo import UndoContext, run_ops
 
 CLEANUP_LOCK = "cleanup.lock"
@@ -23,6 +24,8 @@ class CleanupReport:
     failed: list[dict] = field(default_factory=list)
     live: list[str] = field(default_factory=list)
     clusters_removed: list[str] = field(default_factory=list)
+    left: list[str] = field(default_factory=list)
+    """Measured on the machine after a failure (`faults.leftovers`): what the failed runs still have."""
 
     @property
     def ok(self) -> bool:
@@ -30,7 +33,7 @@ class CleanupReport:
 
     def to_dict(self) -> dict:
         return {"ok": self.ok, "reverted": self.reverted, "failed": self.failed, "live": self.live,
-                "clusters_removed": self.clusters_removed}
+                "clusters_removed": self.clusters_removed, "left": self.left}
 
 
 def cleanup(state_dir: str | os.PathLike[str] | None = None, *, all_owners: bool = False,
@@ -51,7 +54,7 @@ def cleanup(state_dir: str | os.PathLike[str] | None = None, *, all_owners: bool
                 continue
             item = {"id": e.id, "kind": e.kind, "run_id": e.run_id, "target": e.target, "owner_pid": e.owner.pid}
             try:
-                item["undo"] = run_ops(e.undo, UndoContext())
+                item["undo"] = run_ops(e.undo, own_context(journal, e))
                 journal.done(e.id, "cleanup")
                 report.reverted.append(item)
                 emit({**stamp(), "event": "cleanup", "entry": item, "status": "ok"})
@@ -70,4 +73,38 @@ def cleanup(state_dir: str | os.PathLike[str] | None = None, *, all_owners: bool
                 report.clusters_removed.append(cid)
         if not report.failed:
             journal.compact()
+        else:
+            report.left = _left_by_failed(state, journal, report.failed)
     return report
+
+
+def _left_by_failed(state: Path, journal: Journal, failed: list[dict]) -> list[str]:
+    """What the state dir's runs still have on the machine, measured (mounts, loop devices, tagged processes, swap,
+    cgroups; `faults.leftovers`) under the state dir and at the mounts and images the failed entries name."""
+    from faults.leftovers import scan_leftovers
+
+    ids = {item["id"] for item in failed}
+    roots = sorted({op[k] for e in journal.entries() if e.id in ids for op in e.undo for k in ("mount", "image")
+                    if isinstance(op.get(k), str)})
+    try:
+        return scan_leftovers(state, roots)
+    except OSError as err:
+        return [f"the leftover scan failed: {err}"]
+
+
+def own_context(journal: Journal, entry: Entry) -> UndoContext:
+    """What replaying `entry` may treat as the dead run's own: the journal ids of its run (processes carry them as
+    their tag) and every process its entries recorded (pid and start time)."""
+    same_run = [x for x in journal.entries() + journal.archived()
+                if x.id == entry.id or (entry.run_id and x.run_id == entry.run_id)]
+    procs: dict[int, ProcId] = {}
+    for x in same_run:
+        for op in x.undo:
+            found = list(op.get("procs") or []) + list((op.get("pids") or {}).get("static") or [])
+            for raw in found:
+                try:
+                    p = ProcId.from_json(raw)
+                except (TypeError, ValueError, IndexError):
+                    continue
+                procs[p.pid] = p
+    return UndoContext(own_tags=frozenset(x.id for x in same_run), own_procs=tuple(procs.values()))

@@ -9,6 +9,7 @@ import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from faults.busy import BUSY_TIMEOUT_S, umount_when_free
 from faults.docker.ops import DOCKER_OPS
 from faults.errors import UndoError
 from faults.system import cgroupfs, mounts, swapfiles
@@ -26,6 +27,10 @@ class UndoContext:
 
     controls: dict[str, NodeControl] = field(default_factory=dict)
     on_step: StepHook | None = None
+    own_tags: frozenset[str] = frozenset()
+    """Journal ids of the run whose ops are replayed: a process carrying one as its tag is the run's own."""
+    own_procs: tuple[ProcId, ...] = ()
+    """Processes (pid and start time) the run's journal recorded."""
 
 
 def _procs(op: dict) -> list[ProcId]:
@@ -77,10 +82,11 @@ def op_thaw(op: dict, ctx: UndoContext) -> str:
 
 
 def op_umount(op: dict, ctx: UndoContext) -> str:
+    """A busy store is retried while the run's own holders are ended and gone (`faults.busy`), bounded."""
     if _mounted_ours(op) is None:
         return "not mounted"
-    mounts.umount(op["mount"])
-    return "unmounted"
+    return umount_when_free(op["mount"], ctx.own_tags, ctx.own_procs,
+                            float(op.get("busy_timeout_s", BUSY_TIMEOUT_S)))
 
 
 def op_e2fsck(op: dict, ctx: UndoContext) -> str:

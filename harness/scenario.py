@@ -33,11 +33,18 @@ DEFAULT_HEAP = "-Xms128m -Xmx128m -Xmn64m"
 DEFAULT_STORE_SIZE = "4GiB"
 MIN_STORE_SIZE = 32 * 1024 * 1024
 DEFAULT_TOPIC = "ChaosTopic"
+MAX_RATE = 1_000_000.0
+"""sends/s: far above what one machine can send; a larger figure is a typo."""
+MAX_PHASES = 256
+MAX_FAULTS_PER_PHASE = 16
+MAX_CLIENTS = 64
+MAX_EXPECTATIONS = 512
+MAX_CONF_KEYS = 512
 
 Name = Annotated[str, Field(pattern=NAME_PATTERN)]
 RunName = Annotated[str, Field(pattern=RUN_NAME_PATTERN)]
 ConfValue = str | int | float | bool
-BrokerConf = dict[str, ConfValue]
+BrokerConf = Annotated[dict[str, ConfValue], Field(max_length=MAX_CONF_KEYS)]
 
 
 class BrokerConfSection(Strict):
@@ -133,7 +140,7 @@ class ClientSpec(Strict):
     name: Name
     model: Literal["open", "closed"] | None = Field(default=None, description="default: the load's model")
     users: int | None = Field(default=None, ge=1, le=10000, description="closed model: concurrent senders")
-    rate: float | None = Field(default=None, gt=0, description="open model: this client's sends/s")
+    rate: float | None = Field(default=None, gt=0, le=MAX_RATE, description="open model: this client's sends/s")
     share: float | None = Field(default=None, gt=0, le=1, description="open model: share of the load's rate")
     think_time: Duration = "0s"
     message_size: Size = "128B"
@@ -147,9 +154,11 @@ class ClientSpec(Strict):
 
 class LoadSection(Strict):
     model: Literal["open", "closed"] = "closed"
-    rate: float | None = Field(default=None, gt=0, description="open model: total sends/s of the open clients")
+    rate: float | None = Field(default=None, gt=0, le=MAX_RATE,
+                               description="open model: total sends/s of the open clients")
     workers: int = Field(default=0, ge=0, le=16, description="Locust worker processes (0: one local process)")
-    clients: list[ClientSpec] = Field(default=[ClientSpec(name="flood", users=8)], min_length=1)
+    clients: list[ClientSpec] = Field(default=[ClientSpec(name="flood", users=8)], min_length=1,
+                                      max_length=MAX_CLIENTS)
 
     @model_validator(mode="after")
     def _models(self) -> LoadSection:
@@ -200,9 +209,11 @@ class PhaseSpec(Strict):
     name: Name
     duration: Duration
     duration_s: float | None = Field(default=None, description="written by resolution; seconds of duration")
-    rate: float | None = Field(default=None, gt=0, description="open model: the load's total sends/s in this phase")
-    faults: list[FaultSpec] = []
-    expect: list[Expectation] = Field(default=[], description="expectations of this phase (phase filled in)")
+    rate: float | None = Field(default=None, gt=0, le=MAX_RATE,
+                               description="open model: the load's total sends/s in this phase")
+    faults: list[FaultSpec] = Field(default=[], max_length=MAX_FAULTS_PER_PHASE)
+    expect: list[Expectation] = Field(default=[], max_length=MAX_EXPECTATIONS,
+                                      description="expectations of this phase (phase filled in)")
 
     @model_validator(mode="before")
     @classmethod
@@ -239,9 +250,9 @@ class Scenario(Strict):
     topic: TopicSpec = TopicSpec()
     load: LoadSection = LoadSection()
     warmup: Duration = "5s"
-    phases: list[PhaseSpec] = Field(min_length=1)
+    phases: list[PhaseSpec] = Field(min_length=1, max_length=MAX_PHASES)
     readback: ReadbackSpec = ReadbackSpec()
-    expect: list[Expectation] = []
+    expect: list[Expectation] = Field(default=[], max_length=MAX_EXPECTATIONS)
     _shift: int = PrivateAttr(default=0)
 
     def source_phase(self, index: int) -> int:

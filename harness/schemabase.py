@@ -96,6 +96,8 @@ def problem_text(e: dict[str, Any]) -> str:
         return f"{_show(got)} is out of range; allowed: {words} {bound}"
     if kind == "string_pattern_mismatch":
         return f"{_show(got)} is not a valid name; allowed: {NAME_ALLOWED}"
+    if kind == "too_long" and "max_length" in ctx:
+        return f"{ctx.get('actual_length', 'too many')} items; allowed: at most {ctx['max_length']}"
     if kind in ("too_short", "too_long"):
         return e["msg"].replace("List", "the list").replace("Value", "the value")
     msg = e["msg"]
@@ -104,10 +106,19 @@ def problem_text(e: dict[str, Any]) -> str:
     return msg
 
 
+SHOW_CHARS = 80
+"""A value quoted in a message is cut to this many characters (a giant value would drown the line)."""
+
+
 def _show(v: Any) -> str:
     if isinstance(v, (dict, list)):
         return "a mapping" if isinstance(v, dict) else "a list"
-    return f"{type(v).__name__} {v!r}" if v is not None else "nothing (null)"
+    return f"{type(v).__name__} {shorten(repr(v))}" if v is not None else "nothing (null)"
+
+
+def shorten(text: str, limit: int = SHOW_CHARS) -> str:
+    """`text` cut to `limit` characters, with how much was left out."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
 def _expected_words(expected: str) -> str:

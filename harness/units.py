@@ -14,32 +14,47 @@ import re
 
 DURATION_UNITS: dict[str, float] = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 SIZE_UNITS: dict[str, int] = {"B": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3, "TiB": 1024**4}
-DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)\s*$")
-SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(B|KiB|MiB|GiB|TiB)\s*$")
+DURATION_RE = re.compile(r"^\s*(\d{1,12}(?:\.\d{1,9})?)\s*(ms|s|m|h)\s*$")
+SIZE_RE = re.compile(r"^\s*(\d{1,16}(?:\.\d{1,9})?)\s*(B|KiB|MiB|GiB|TiB)\s*$")
+MAX_DURATION_S = 7 * 24 * 3600.0
+"""No duration in a scenario may pass a week: a longer one is a typo that would keep a run (and its faults) alive."""
+MAX_SIZE = 1024**4
+"""No size may pass 1TiB (a store image is a sparse file of that size; a message or buffer never comes close)."""
 DURATION_ALLOWED = "a number with a unit: " + ", ".join(f"N{u}" for u in DURATION_UNITS)
 SIZE_ALLOWED = "a number with a unit: " + ", ".join(f"N{u}" for u in SIZE_UNITS)
+
+
+def _q(text: object) -> str:
+    """`repr(text)` cut to 80 characters for a one-line message."""
+    r = repr(text)
+    return r if len(r) <= 80 else f"{r[:80]}... ({len(r)} characters)"
 
 
 def parse_duration(text: object) -> float:
     """Seconds of a duration string. Raises `ValueError` naming the accepted forms."""
     if isinstance(text, bool) or not isinstance(text, str):
-        raise ValueError(f"{text!r} is not a duration; allowed: {DURATION_ALLOWED}")
+        raise ValueError(f"{_q(text)} is not a duration; allowed: {DURATION_ALLOWED}")
     m = DURATION_RE.match(text)
     if not m:
-        raise ValueError(f"{text!r} is not a duration; allowed: {DURATION_ALLOWED}")
-    return float(m[1]) * DURATION_UNITS[m[2]]
+        raise ValueError(f"{_q(text)} is not a duration; allowed: {DURATION_ALLOWED}")
+    seconds = float(m[1]) * DURATION_UNITS[m[2]]
+    if seconds > MAX_DURATION_S:
+        raise ValueError(f"{_q(text)} is too long; allowed: at most {MAX_DURATION_S / 3600:g}h")
+    return seconds
 
 
 def parse_size(text: object) -> int:
     """Bytes of a size string. Raises `ValueError` naming the accepted forms."""
     if isinstance(text, bool) or not isinstance(text, str):
-        raise ValueError(f"{text!r} is not a size; allowed: {SIZE_ALLOWED}")
+        raise ValueError(f"{_q(text)} is not a size; allowed: {SIZE_ALLOWED}")
     m = SIZE_RE.match(text)
     if not m:
-        raise ValueError(f"{text!r} is not a size; allowed: {SIZE_ALLOWED}")
+        raise ValueError(f"{_q(text)} is not a size; allowed: {SIZE_ALLOWED}")
     value = float(m[1]) * SIZE_UNITS[m[2]]
+    if value > MAX_SIZE:
+        raise ValueError(f"{_q(text)} is too large; allowed: at most 1TiB")
     if value != int(value):
-        raise ValueError(f"{text!r} is not a whole number of bytes")
+        raise ValueError(f"{_q(text)} is not a whole number of bytes")
     return int(value)
 
 

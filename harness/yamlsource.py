@@ -13,7 +13,11 @@ from typing import Any
 
 import yaml
 
+from analysis.boundedyaml import YamlLimit, compose_bounded, read_capped
+
 Path_ = tuple[str | int, ...]
+MAX_LINE = 1000
+"""An error line is cut to this many characters (values quoted in it may be long)."""
 
 
 class SourceError(ValueError):
@@ -30,7 +34,8 @@ class SourceError(ValueError):
         where = f"{self.source}:{self.line}" if self.line else self.source
         key = format_path(self.path)
         text = f"{where}: {key}: {self.problem}" if key else f"{where}: {self.problem}"
-        return " ".join(text.split())
+        text = " ".join(text.split())
+        return text if len(text) <= MAX_LINE else f"{text[:MAX_LINE]}... ({len(text)} characters)"
 
 
 def format_path(path: Sequence[str | int]) -> str:
@@ -71,18 +76,21 @@ class Marks:
 
 
 def load_marked(path: str | Path, text: str | None = None) -> tuple[Any, Marks]:
-    """Parse one YAML document. Raises `SourceError` for unreadable files, syntax errors and duplicate keys."""
+    """Parse one YAML document with bounded work (`analysis.boundedyaml`: size, depth, alias expansion, tags,
+    numbers). Raises `SourceError` for unreadable or oversized files, syntax errors, duplicate keys and values
+    past those limits."""
     source = str(path)
-    if text is None:
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except OSError as err:
-            raise SourceError(source, None, (), f"cannot read the file: {err.strerror or err}") from None
-        except UnicodeDecodeError as err:
-            raise SourceError(source, None, (), f"not UTF-8 text ({err.reason})") from None
-    loader = yaml.SafeLoader(text)
     try:
-        node = loader.get_single_node()
+        if text is None:
+            text = read_capped(path)
+        node, loader = compose_bounded(text)
+    except YamlLimit as err:
+        raise SourceError(source, err.line, err.path, err.problem) from None
+    except yaml.MarkedYAMLError as err:
+        raise _syntax_error(source, err) from None
+    except yaml.YAMLError as err:
+        raise SourceError(source, None, (), f"YAML error: {err}") from None
+    try:
         if node is None:
             raise SourceError(source, 1, (), "the file is empty; a scenario is a mapping with at least a name")
         marks = Marks(source)
@@ -90,15 +98,19 @@ def load_marked(path: str | Path, text: str | None = None) -> tuple[Any, Marks]:
         data = loader.construct_document(node)
         _collect(node, (), marks)
     except yaml.MarkedYAMLError as err:
-        mark = err.problem_mark or err.context_mark
-        line = mark.line + 1 if mark else None
-        problem = " ".join(str(x) for x in (err.context, err.problem) if x)
-        raise SourceError(source, line, (), f"YAML syntax error: {problem}") from None
+        raise _syntax_error(source, err) from None
     except yaml.YAMLError as err:
         raise SourceError(source, None, (), f"YAML error: {err}") from None
     finally:
         loader.dispose()
     return data, marks
+
+
+def _syntax_error(source: str, err: yaml.MarkedYAMLError) -> SourceError:
+    mark = err.problem_mark or err.context_mark
+    line = mark.line + 1 if mark else None
+    problem = " ".join(str(x) for x in (err.context, err.problem) if x)
+    return SourceError(source, line, (), f"YAML syntax error: {problem}")
 
 
 def _check_duplicates(node: yaml.Node, path: Path_, marks: Marks) -> None:

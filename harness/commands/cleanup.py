@@ -45,6 +45,11 @@ def run(args: argparse.Namespace) -> int:
         for item in report.failed:
             table.add_row(item["id"], item["kind"], item["run_id"], item["target"], f"[red]{item['error']}[/]")
         console.print(table)
+    for item in report.failed:  # in full: the table may cut long words
+        console.print(f"could not undo {item['kind']} {item['id']} (run {item['run_id'] or '-'}, node "
+                      f"{item['target'] or '-'}): {item['error']}", markup=False, highlight=False, soft_wrap=True)
+    for line in report.left:
+        console.print(f"still on the machine: {line}", markup=False, highlight=False, soft_wrap=True)
     for cid in report.clusters_removed:
         console.print(f"removed the state file of cluster {cid}")
     return 0 if report.ok else 1
