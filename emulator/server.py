@@ -4,8 +4,10 @@ thread per connection (network I/O), requests dispatched by code to a processor 
 the executor's queue is full, REQUEST_CODE_NOT_SUPPORTED for unknown codes. Responses are written under a
 per-connection lock by whichever thread completes them. A thread that completes several requests in one go (the
 flush and group-transfer services waking the requests a flush or an ack covered) gathers their responses
-(`responses_gathered`) and writes each connection's share in one `sendall` when it is done or about to wait, instead
-of one system call (and one release of the interpreter lock) per response. Decoding a request and writing a
+(`responses_gathered`) and writes each connection's share in one `sendall` when it is done, about to wait, or holds
+`GATHER_MAX` responses (so the first ones are not held back while the service completes a long batch: the client
+reads them on the other core meanwhile), instead of one system call (and one release of the interpreter lock) per
+response. Decoding a request and writing a
 response poll for a safepoint (`emulator.safepoint`): while one is pending, nothing is dispatched or answered."""
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from remoting.hashmap import java_ordered
 
 RECV_SIZE = 256 * 1024
 BACKLOG = 1024
+GATHER_MAX = 8
 _GATHER = threading.local()
 """`pending`: {channel: [frames]} of the thread's open `responses_gathered`, None outside one"""
 REJECT_REMARK = "[REJECTREQUEST]system busy, start flow control for a while"
@@ -58,7 +61,11 @@ class Channel:
         data = encode(cmd)
         pending = getattr(_GATHER, "pending", None)
         if pending is not None:
-            pending.setdefault(self, []).append(data)
+            frames = pending.setdefault(self, [])
+            frames.append(data)
+            if len(frames) >= GATHER_MAX:
+                del pending[self]
+                self.write(b"".join(frames))
             return
         self.write(data)
 

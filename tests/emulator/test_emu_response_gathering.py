@@ -13,7 +13,7 @@ import pytest
 
 from emulator.config.broker_config import BrokerConfig
 from emulator.ha.group_transfer import GroupTransferService
-from emulator.server import Channel, flush_gathered, responses_gathered
+from emulator.server import GATHER_MAX, Channel, flush_gathered, responses_gathered
 from emulator.store.flush import GroupCommitRequest
 from emulator.version import resolve_profile
 from emulator.wakeup import Wakeup
@@ -94,6 +94,18 @@ def test_flush_gathered_writes_what_was_gathered_so_far(pair):
         assert len(received(peer, reader, got)) == 1
     poll(lambda: len(received(peer, reader, got)) == 2)
     assert [c.opaque for c in got] == [7, 8]
+
+
+def test_a_long_gathering_writes_every_gather_max_responses(pair):
+    channel, peer = pair
+    reader, got = FrameReader(), []
+    with responses_gathered():
+        for opaque in range(GATHER_MAX + 2):
+            channel.respond(request(opaque), 0)
+        poll(lambda: len(received(peer, reader, got)) == GATHER_MAX)  # the first ones are not held back
+        assert len(received(peer, reader, got)) == GATHER_MAX
+    poll(lambda: len(received(peer, reader, got)) == GATHER_MAX + 2)
+    assert [c.opaque for c in got] == list(range(GATHER_MAX + 2))
 
 
 def test_outside_a_gathering_a_response_is_written_at_once(pair):
