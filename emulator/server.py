@@ -2,13 +2,19 @@
 thread per connection (network I/O), requests dispatched by code to a processor and its executor exactly as
 `NettyRemotingAbstract.processRequestCommand` does: `[REJECTREQUEST]` when the processor rejects, `[OVERLOAD]` when
 the executor's queue is full, REQUEST_CODE_NOT_SUPPORTED for unknown codes. Responses are written under a
-per-connection lock by whichever thread completes them. Decoding a request and writing a response poll for a
-safepoint (`emulator.safepoint`): while one is pending, nothing is dispatched or answered."""
+per-connection lock by whichever thread completes them. A thread that completes several requests in one go (the
+flush and group-transfer services waking the requests a flush or an ack covered) gathers their responses
+(`responses_gathered`) and writes each connection's share in one `sendall` when it is done, about to wait, or holds
+`GATHER_MAX` responses (so the first ones are not held back while the service completes a long batch: the client
+reads them on the other core meanwhile), instead of one system call (and one release of the interpreter lock) per
+response. Decoding a request and writing a
+response poll for a safepoint (`emulator.safepoint`): while one is pending, nothing is dispatched or answered."""
 from __future__ import annotations
 
 import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from emulator.executor import BoundedExecutor, RejectedExecution, RequestTask
@@ -22,6 +28,9 @@ from remoting.hashmap import java_ordered
 
 RECV_SIZE = 256 * 1024
 BACKLOG = 1024
+GATHER_MAX = 8
+_GATHER = threading.local()
+"""`pending`: {channel: [frames]} of the thread's open `responses_gathered`, None outside one"""
 REJECT_REMARK = "[REJECTREQUEST]system busy, start flow control for a while"
 OVERLOAD_REMARK = "[OVERLOAD]system busy, start flow control for a while"
 
@@ -50,6 +59,17 @@ class Channel:
     def send(self, cmd: RemotingCommand) -> None:
         VM_STATE.poll()  # encoding the response is Java code: it waits out a safepoint operation
         data = encode(cmd)
+        pending = getattr(_GATHER, "pending", None)
+        if pending is not None:
+            frames = pending.setdefault(self, [])
+            frames.append(data)
+            if len(frames) >= GATHER_MAX:
+                del pending[self]
+                self.write(b"".join(frames))
+            return
+        self.write(data)
+
+    def write(self, data: bytes) -> None:
         with self._lock:
             if self.closed:
                 return
@@ -70,6 +90,31 @@ class Channel:
             except OSError:
                 pass
             self.sock.close()
+
+
+@contextmanager
+def responses_gathered() -> Iterator[None]:
+    """Within it, this thread's responses are kept and written per connection at its end (or at `flush_gathered`),
+    in the order they were made. Nested uses join the outer one."""
+    if getattr(_GATHER, "pending", None) is not None:
+        yield
+        return
+    _GATHER.pending = {}
+    try:
+        yield
+    finally:
+        flush_gathered()
+        _GATHER.pending = None
+
+
+def flush_gathered() -> None:
+    """Write what this thread gathered so far (call before anything that may wait)."""
+    pending = getattr(_GATHER, "pending", None)
+    if not pending:
+        return
+    _GATHER.pending = {}
+    for channel, frames in pending.items():
+        channel.write(frames[0] if len(frames) == 1 else b"".join(frames))
 
 
 class Processor:

@@ -11,6 +11,7 @@ import time
 
 from emulator.logs import store_log
 from emulator.safepoint import VM_STATE
+from emulator.wakeup import Wakeup
 
 READ_MAX_BUFFER_SIZE = 1024 * 1024
 SOCKET_BUFFER = 64 * 1024
@@ -29,6 +30,7 @@ class HAConnection:
         self.slave_request_offset = -1
         self.slave_ack_offset = -1
         self._stopped = False
+        self.data_wake = Wakeup()
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, SOCKET_BUFFER)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SOCKET_BUFFER)
@@ -96,6 +98,8 @@ class HAConnection:
         commitlog = store.commitlog
         last_write = time.time()
         next_from = -1
+        wake = self.data_wake
+        self.ha.add_writer(wake)
         try:
             while not self._stopped:
                 VM_STATE.poll()
@@ -113,18 +117,28 @@ class HAConnection:
                 if (time.time() - last_write) * 1000 > config.get_int("haSendHeartbeatInterval"):
                     self.sock.sendall(_HEADER.pack(next_from, 0))
                     last_write = time.time()
+                wake.clear()  # a put from here on raises it again: the wait below cannot miss it
                 data = commitlog.get_data(next_from, config.get_int("haTransferBatchSize"))
                 if data:
-                    self.sock.sendall(_HEADER.pack(next_from, len(data)) + data)
+                    _send_batch(self.sock, _HEADER.pack(next_from, len(data)), data)
                     next_from += len(data)
                     last_write = time.time()
                 else:
-                    self.ha.wait_for_data(NO_DATA_WAIT_S)
+                    wake.wait(NO_DATA_WAIT_S)
         except OSError as e:
             if not self._stopped:
                 store_log.error("WriteSocketService service has exception. %s", e)
         finally:
             self._stopped = True
+            self.ha.remove_writer(wake)
             self.ha.remove_connection(self, count_down=False)
             self._close()
             store_log.info("WriteSocketService service end")
+
+
+def _send_batch(sock: socket.socket, header: bytes, data: bytes) -> None:
+    """Header and bytes in one gathered write (no concatenated copy of up to `haTransferBatchSize` bytes); the rest of
+    a partial write (the socket has a timeout, so the kernel may take part of it) follows as `sendall` does."""
+    sent = sock.sendmsg([header, data])
+    if sent < len(header) + len(data):
+        sock.sendall(memoryview(header + data)[sent:])

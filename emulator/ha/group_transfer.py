@@ -9,7 +9,9 @@ import time
 
 from emulator.logs import store_log
 from emulator.safepoint import VM_STATE
+from emulator.server import flush_gathered, responses_gathered
 from emulator.store.flush import GroupCommitRequest
+from emulator.wakeup import Wakeup
 
 WAIT_FOR_RUNNING_S = 0.010
 NOTIFY_WAIT_S = 1.0
@@ -23,8 +25,8 @@ class GroupTransferService(threading.Thread):
         self.config = ha.store.config
         self._write: list[GroupCommitRequest] = []
         self._lock = threading.Lock()
-        self.wake = threading.Event()
-        self.transfer = threading.Event()
+        self.wake = Wakeup()
+        self.transfer = Wakeup()
         self.stopped = False
 
     def put_request(self, request: GroupCommitRequest) -> None:
@@ -51,8 +53,9 @@ class GroupTransferService(threading.Thread):
             VM_STATE.poll()
             with self._lock:
                 requests, self._write = self._write, []
-            for req in requests:
-                self._wait(req)
+            with responses_gathered():
+                for req in requests:
+                    self._wait(req)
 
     def _acked(self, req: GroupCommitRequest) -> bool:
         if self.profile.is_5x and req.ack_nums > 1:
@@ -67,6 +70,7 @@ class GroupTransferService(threading.Thread):
         else:
             until = time.monotonic() + self.config.get_int("syncFlushTimeout") / 1000.0
         while not ok and time.monotonic() < until and not self.stopped:
+            flush_gathered()  # the requests acknowledged so far are answered before this one waits
             if self.transfer.wait(NOTIFY_WAIT_S):
                 self.transfer.clear()
             ok = self._acked(req)

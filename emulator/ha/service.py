@@ -35,7 +35,8 @@ class HAService:
         self._lock = threading.Lock()
         self.push2slave_max_offset = 0
         self.group_transfer = GroupTransferService(self)
-        self.data_available = threading.Condition()
+        self._writer_wakes: tuple = ()
+        """the `Wakeup` of every connection's write side (a put raises each; no lock on the put path)"""
         self.client = HAClient(self) if self.config.is_slave else None
         self._listener: socket.socket | None = None
         self._stopped = False
@@ -138,12 +139,16 @@ class HAService:
         self.wakeup_writers()
 
     def wakeup_writers(self) -> None:
-        with self.data_available:
-            self.data_available.notify_all()
+        for wake in self._writer_wakes:
+            wake.set()
 
-    def wait_for_data(self, timeout_s: float) -> None:
-        with self.data_available:
-            self.data_available.wait(timeout_s)
+    def add_writer(self, wake) -> None:
+        with self._lock:
+            self._writer_wakes = (*self._writer_wakes, wake)
+
+    def remove_writer(self, wake) -> None:
+        with self._lock:
+            self._writer_wakes = tuple(w for w in self._writer_wakes if w is not wake)
 
     def slave_ack_offset(self) -> int:
         conns = self.connections()

@@ -1,21 +1,21 @@
 """A small CompletableFuture: `complete` once, callbacks run on the completing thread (as `thenApply` does when the
-flush or replica future completes), `combine` for `thenCombine`."""
+flush or replica future completes), `combine` for `thenCombine`. Each completion has its own lock, so the threads
+completing different sends (flush, group transfer, send threads) never wait for each other here."""
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
 from typing import Any
 
-_LOCK = threading.Lock()
-
 
 class Completion:
-    __slots__ = ("value", "done", "_callbacks")
+    __slots__ = ("value", "done", "_callbacks", "_lock")
 
     def __init__(self) -> None:
         self.value: Any = None
         self.done = False
         self._callbacks: list[Callable[[Any], None]] | None = []
+        self._lock = threading.Lock()
 
     @classmethod
     def completed(cls, value: Any) -> Completion:
@@ -24,7 +24,7 @@ class Completion:
         return c
 
     def complete(self, value: Any) -> bool:
-        with _LOCK:
+        with self._lock:
             if self.done:
                 return False
             self.value, self.done = value, True
@@ -34,7 +34,7 @@ class Completion:
         return True
 
     def then(self, callback: Callable[[Any], None]) -> None:
-        with _LOCK:
+        with self._lock:
             if not self.done:
                 self._callbacks.append(callback)  # type: ignore[union-attr]
                 return
@@ -48,9 +48,10 @@ def combine(a: Completion, b: Completion, fn: Callable[[Any, Any], Any]) -> Comp
         out.complete(fn(a.value, b.value))
         return out
     remaining = [2]
+    lock = out._lock
 
     def one(_value: Any) -> None:
-        with _LOCK:
+        with lock:
             remaining[0] -= 1
             last = remaining[0] == 0
         if last:

@@ -10,8 +10,10 @@ import time
 from emulator.config.broker_config import BrokerConfig
 from emulator.logs import store_log
 from emulator.safepoint import VM_STATE
+from emulator.server import flush_gathered, responses_gathered
 from emulator.store.completion import Completion
 from emulator.store.mapped_file_queue import MappedFileQueue
+from emulator.wakeup import Wakeup
 
 GROUP_COMMIT_WAIT_S = 0.010
 OS_PAGE_SIZE = 4096
@@ -36,7 +38,7 @@ class GroupCommitRequest:
 class _Service(threading.Thread):
     def __init__(self, name: str) -> None:
         super().__init__(name=name, daemon=True)
-        self.wake = threading.Event()
+        self.wake = Wakeup()
         self.stopped = False
 
     def shutdown(self) -> None:
@@ -76,14 +78,16 @@ class GroupCommitService(_Service):
         if not requests:
             queue.flush()
             return
-        for req in requests:
-            ok = queue.flushed_where >= req.next_offset
-            for _ in range(2):
-                if ok:
-                    break
-                queue.flush()
+        with responses_gathered():
+            for req in requests:
                 ok = queue.flushed_where >= req.next_offset
-            req.wakeup_customer("PUT_OK" if ok else "FLUSH_DISK_TIMEOUT")
+                for _ in range(2):
+                    if ok:
+                        break
+                    flush_gathered()  # the requests a flush already covered are answered before the next one
+                    queue.flush()
+                    ok = queue.flushed_where >= req.next_offset
+                req.wakeup_customer("PUT_OK" if ok else "FLUSH_DISK_TIMEOUT")
 
 
 class FlushDiskWatcher(_Service):

@@ -9,6 +9,7 @@ import threading
 from emulator.logs import store_log
 from emulator.safepoint import VM_STATE
 from emulator.store.commitlog import CommitLog
+from emulator.wakeup import Wakeup
 from remoting.hashmap import java_string_hash
 from remoting.message import string_to_properties
 from remoting.stored import BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2
@@ -52,7 +53,7 @@ class ReputService(threading.Thread):
         self.commitlog = commitlog
         self.store = store
         self.reput_from = 0
-        self.wake = threading.Event()
+        self.wake = Wakeup()
         self._stopped = False
         self._warned_at = -1
 
