@@ -140,6 +140,8 @@ class ClientSpec(Strict):
     timeout: Duration = "3s"
     profile: str = "java-4.9.1"
     retries: int | None = Field(default=None, ge=0, le=16, description="default: the profile's")
+    serialize_type: Literal["JSON", "ROCKETMQ"] = Field(
+        default="JSON", description="request header encoding (`rocketmq.serialize.type`); JSON is the Java default")
     tags: str | None = None
     instance: Name | None = Field(default=None, description="client instance (Java's instanceName): clients naming "
                                                             "the same one share its connections; default: its own")
