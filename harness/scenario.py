@@ -40,6 +40,12 @@ ConfValue = str | int | float | bool
 BrokerConf = dict[str, ConfValue]
 
 
+
+def _default_workers() -> int:
+    from loads.process import default_workers
+
+    return default_workers()
+
 class BrokerConfSection(Strict):
     """broker.conf overrides: `common` for both brokers, then `master` / `slave` for one of them (Apache key names)."""
 
@@ -150,7 +156,9 @@ class ClientSpec(Strict):
 class LoadSection(Strict):
     model: Literal["open", "closed"] = "closed"
     rate: float | None = Field(default=None, gt=0, description="open model: total sends/s of the open clients")
-    workers: int = Field(default=0, ge=0, le=16, description="Locust worker processes (0: one local process)")
+    workers: int = Field(default_factory=lambda: _default_workers(), ge=0, le=16,
+                         description="Locust worker processes (0: one local process); default: one per core where "
+                                     "there are several, else 0")
     clients: list[ClientSpec] = Field(default=[ClientSpec(name="flood", users=8)], min_length=1)
 
     @model_validator(mode="after")

@@ -7,7 +7,7 @@ so gevent's monkey-patching never reaches the harness process, which also drives
     # every row is in run_dir/requests/part-*.parquet
 
 `workers=0` runs the users in one child; `workers=N` runs a Locust master child plus N worker children on this
-machine. The children get their own session, so a Ctrl-C on the terminal reaches only the harness, which stops
+machine (a scenario's default is `default_workers()`: one per core where there are several). The children get their own session, so a Ctrl-C on the terminal reaches only the harness, which stops
 the load in order; should the harness die, the control pipe closes and the load drains and exits by itself.
 Children log to `run_dir/logs/load/`.
 """
@@ -41,6 +41,16 @@ STOP_MARGIN_S = 30.0
 EXIT_TIMEOUT_S = 15.0
 LOG_SUBDIR = ("logs", "load")
 LISTEN_HOST = "127.0.0.1"
+
+
+def default_workers() -> int:
+    """Worker processes where cores allow: one per core this process may run on when there are several (each is a
+    single-threaded gevent loop, so one process uses one core at most), else 0 (one local process)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        cores = os.cpu_count() or 1
+    return cores if cores > 1 else 0
 
 
 class LoadError(RuntimeError):
