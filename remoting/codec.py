@@ -19,6 +19,8 @@ _BIN_FIXED = struct.Struct(">hbhii")  # code, language, version, opaque, flag
 _JSON_KEYS = frozenset(("code", "extFields", "flag", "language", "opaque", "remark", "serializeTypeCurrentRPC",
                         "version"))
 _JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False)
+_JSON_DECODER = json.JSONDecoder()
+_SERIALIZE_NAMES = {t: t.name for t in SerializeType} | {t.value: t.name for t in SerializeType}
 _LANGUAGES = {lang.value: lang.name for lang in LanguageCode}
 
 
@@ -46,7 +48,8 @@ def _encode_json_header(cmd: RemotingCommand) -> bytes:
     doc["opaque"] = cmd.opaque
     if cmd.remark is not None:
         doc["remark"] = cmd.remark
-    doc["serializeTypeCurrentRPC"] = SerializeType(cmd.serialize_type).name
+    name = _SERIALIZE_NAMES.get(cmd.serialize_type)
+    doc["serializeTypeCurrentRPC"] = name if name is not None else SerializeType(cmd.serialize_type).name
     doc["version"] = cmd.version
     if cmd.extra_header:
         doc.update(cmd.extra_header)
@@ -95,12 +98,16 @@ def decode_frame(frame: bytes | memoryview) -> RemotingCommand:
 
 def _decode_json_header(raw: bytes) -> RemotingCommand:
     try:
-        doc = json.loads(raw)
+        if raw[:1] == b"{" and raw[1:2] != b"\x00":  # UTF-8 without a BOM, as json.loads would detect it
+            doc = _JSON_DECODER.decode(raw.decode("utf-8", "surrogatepass"))
+        else:
+            doc = json.loads(raw)
     except (UnicodeDecodeError, ValueError, RecursionError) as e:
         raise RemotingCommandException(f"header is not JSON: {e}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("code"), int):
         raise RemotingCommandException("JSON header has no integer code")
-    ext = doc.get("extFields")
+    get = doc.get
+    ext = get("extFields")
     if ext is not None and not isinstance(ext, dict):
         raise RemotingCommandException("JSON header extFields is not an object")
     if ext is not None:
@@ -109,15 +116,16 @@ def _decode_json_header(raw: bytes) -> RemotingCommand:
                 ext = {str(k): (v if type(v) is str else json.dumps(v) if isinstance(v, dict | list) else str(v))
                        for k, v in ext.items()}
                 break
-    remark = doc.get("remark")
-    extra = doc.keys() - _JSON_KEYS
+    remark = get("remark")
+    extra = None if _JSON_KEYS.issuperset(doc) else doc.keys() - _JSON_KEYS
+    language, version, opaque, flag = get("language", "JAVA"), get("version", 0), get("opaque", 0), get("flag", 0)
     try:
         return RemotingCommand(
             code=doc["code"],
-            language=str(doc.get("language", "JAVA")),
-            version=int(doc.get("version", 0)),
-            opaque=int(doc.get("opaque", 0)),
-            flag=int(doc.get("flag", 0)),
+            language=language if type(language) is str else str(language),
+            version=version if type(version) is int else int(version),
+            opaque=opaque if type(opaque) is int else int(opaque),
+            flag=flag if type(flag) is int else int(flag),
             remark=remark if remark is None or type(remark) is str else str(remark),
             ext_fields=ext,
             serialize_type=SerializeType.JSON,
