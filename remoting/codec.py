@@ -14,6 +14,7 @@ FRAME_MAX_LENGTH = 16 * 1024 * 1024
 """`com.rocketmq.remoting.frameMaxLength`: the whole frame, its 4-byte length field included."""
 
 _INT = struct.Struct(">i")
+_SHORT = struct.Struct(">h")
 _TWO_INTS = struct.Struct(">ii")
 _BIN_FIXED = struct.Struct(">hbhii")  # code, language, version, opaque, flag
 _JSON_KEYS = frozenset(("code", "extFields", "flag", "language", "opaque", "remark", "serializeTypeCurrentRPC",
@@ -65,12 +66,14 @@ def _encode_binary_header(cmd: RemotingCommand) -> bytes:
     remark = cmd.remark.encode("utf-8") if cmd.remark else b""
     parts.append(_INT.pack(len(remark)))
     parts.append(remark)
-    ext = bytearray()
+    ext_parts: list[bytes] = []
+    short, int_ = _SHORT.pack, _INT.pack
     for key, value in (cmd.ext_fields or {}).items():
         k, v = key.encode("utf-8"), value.encode("utf-8")
-        ext += struct.pack(">h", len(k)) + k + _INT.pack(len(v)) + v
-    parts.append(_INT.pack(len(ext)))
-    parts.append(bytes(ext))
+        ext_parts += (short(len(k)), k, int_(len(v)), v)
+    ext = b"".join(ext_parts)
+    parts.append(int_(len(ext)))
+    parts.append(ext)
     return b"".join(parts)
 
 
@@ -146,12 +149,7 @@ def _decode_binary_header(h: memoryview) -> RemotingCommand:
             raise RemotingCommandException(f"extFields length {ext_len} exceeds the header")
         ext: dict[str, str] | None = None
         if ext_len > 0:
-            ext = {}
-            end = pos + ext_len
-            while pos < end:
-                key, pos = _read_string(h, pos, 2, end)
-                value, pos = _read_string(h, pos, 4, end)
-                ext[key or ""] = value or ""
+            ext = _read_ext(bytes(h), pos, pos + ext_len)
     except struct.error as e:
         raise RemotingCommandException(f"truncated binary header: {e}") from None
     return RemotingCommand(
@@ -164,6 +162,30 @@ def _decode_binary_header(h: memoryview) -> RemotingCommand:
         ext_fields=ext,
         serialize_type=SerializeType.ROCKETMQ,
     )
+
+
+def _read_ext(raw: bytes, pos: int, end: int) -> dict[str, str]:
+    """The extFields map in `raw[pos:end]`: (short length, key, int length, value)... as `_read_string` reads each
+    (lengths are read from the whole header, as there), in one pass."""
+    ext: dict[str, str] = {}
+    short_at, int_at = _SHORT.unpack_from, _INT.unpack_from
+    try:
+        while pos < end:
+            (length,) = short_at(raw, pos)
+            pos += 2
+            if length < 0 or pos + length > end:
+                raise RemotingCommandException(f"string length {length} exceeds the header")
+            key = raw[pos : pos + length].decode("utf-8")
+            pos += length
+            (length,) = int_at(raw, pos)
+            pos += 4
+            if length < 0 or pos + length > end:
+                raise RemotingCommandException(f"string length {length} exceeds the header")
+            ext[key] = raw[pos : pos + length].decode("utf-8")
+            pos += length
+    except UnicodeDecodeError as e:
+        raise RemotingCommandException(f"header string is not UTF-8: {e}") from None
+    return ext
 
 
 def _read_string(h: memoryview, pos: int, width: int, end: int | None = None) -> tuple[str | None, int]:
