@@ -3,7 +3,7 @@ and the ratio (prints figures; not a test). Goal: rmq-chaos's load >= 50% of the
 
     sudo ROCKETMQ_HOME=/work/rmq-dist/rocketmq-4.9.1 .venv/bin/python benchmarks/load_vs_java_producer.py \\
         --java-producer /work/rmq-dist/rocketmq-4.9.1/benchmark/producer.sh [--rounds 2] [--seconds 30] \\
-        [--threads 64] [--size 128] [--workers 0] [--serialize-type JSON]
+        [--threads 64] [--size 128] [--workers N] [--serialize-type JSON]
 
 One cluster for every turn: `rmq-chaos cluster up` on a written scenario (1 master SYNC_MASTER + SYNC_FLUSH, 1 slave,
 the harness's defaults) with `--program apache` (the distribution at $ROCKETMQ_HOME; `--program emulator` for the
@@ -51,7 +51,9 @@ def main() -> int:
     parser.add_argument("--warmup", type=float, default=10.0, help="unmeasured start of each turn")
     parser.add_argument("--threads", type=int, default=64, help="Java threads = rmq-chaos closed users")
     parser.add_argument("--size", type=int, default=128, help="body bytes")
-    parser.add_argument("--workers", type=int, default=0, help="rmq-chaos Locust worker processes (0: one process)")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="rmq-chaos Locust worker processes (0: one process); default: a scenario's, one per core "
+                             "where there are several")
     parser.add_argument("--serialize-type", choices=("JSON", "ROCKETMQ"), default="JSON")
     args = parser.parse_args()
     if args.program == "apache" and not (args.rocketmq_home and (Path(args.rocketmq_home) / "lib").is_dir()):
@@ -67,6 +69,10 @@ def main() -> int:
         os.environ[netns.MARK_ENV] = "1"
         sys.stdout.flush()
         os.execvp(argv[0], argv)
+    if args.workers is None:
+        from loads.process import default_workers
+
+        args.workers = default_workers()
     state = Path(tempfile.mkdtemp(prefix="rmq-chaos-state-"))
     work = Path(tempfile.mkdtemp(prefix="load-vs-java-"))
     os.environ["RMQ_CHAOS_STATE"] = str(state)
