@@ -18,6 +18,8 @@ def load_spec_data(scenario: Scenario, namesrv: str) -> dict[str, Any]:
             value = getattr(c, key)
             if value is not None:
                 item[key] = value
+        if c.serialize_type != "JSON":
+            item["serialize_type"] = c.serialize_type
         if load.model_of(c) == "closed":
             item["think_time_s"] = c.think_time
         clients.append(item)

@@ -47,6 +47,12 @@ ConfValue = str | int | float | bool
 BrokerConf = Annotated[dict[str, ConfValue], Field(max_length=MAX_CONF_KEYS)]
 
 
+def _default_workers() -> int:
+    from loads.process import default_workers
+
+    return default_workers()
+
+
 class BrokerConfSection(Strict):
     """broker.conf overrides: `common` for both brokers, then `master` / `slave` for one of them (Apache key names)."""
 
@@ -147,6 +153,8 @@ class ClientSpec(Strict):
     timeout: Duration = "3s"
     profile: str = "java-4.9.1"
     retries: int | None = Field(default=None, ge=0, le=16, description="default: the profile's")
+    serialize_type: Literal["JSON", "ROCKETMQ"] = Field(
+        default="JSON", description="request header encoding (`rocketmq.serialize.type`); JSON is the Java default")
     tags: str | None = None
     instance: Name | None = Field(default=None, description="client instance (Java's instanceName): clients naming "
                                                             "the same one share its connections; default: its own")
@@ -156,7 +164,9 @@ class LoadSection(Strict):
     model: Literal["open", "closed"] = "closed"
     rate: float | None = Field(default=None, gt=0, le=MAX_RATE,
                                description="open model: total sends/s of the open clients")
-    workers: int = Field(default=0, ge=0, le=16, description="Locust worker processes (0: one local process)")
+    workers: int = Field(default_factory=lambda: _default_workers(), ge=0, le=16,
+                         description="Locust worker processes (0: one local process); default: half the cores where "
+                                     "there are 4 or more (the cluster runs on the same machine), else 0")
     clients: list[ClientSpec] = Field(default=[ClientSpec(name="flood", users=8)], min_length=1,
                                       max_length=MAX_CLIENTS)
 

@@ -7,7 +7,7 @@ so gevent's monkey-patching never reaches the harness process, which also drives
     # every row is in run_dir/requests/part-*.parquet
 
 `workers=0` runs the users in one child; `workers=N` runs a Locust master child plus N worker children on this
-machine. The children get their own session, so a Ctrl-C on the terminal reaches only the harness, which stops
+machine (a scenario's default is `default_workers()`: half the cores where there are 4 or more). The children get their own session, so a Ctrl-C on the terminal reaches only the harness, which stops
 the load in order; should the harness die, the control pipe closes and the load drains and exits by itself.
 Children log to `run_dir/logs/load/`.
 """
@@ -41,6 +41,19 @@ STOP_MARGIN_S = 30.0
 EXIT_TIMEOUT_S = 15.0
 LOG_SUBDIR = ("logs", "load")
 LISTEN_HOST = "127.0.0.1"
+
+
+def default_workers() -> int:
+    """Worker processes where cores allow: half the cores this process may run on when there are 4 or more (each
+    worker is a single-threaded gevent loop, one core at most; the brokers of a local or compose cluster run on the
+    same machine and need the other half), else 0 (one local process). On 2 cores a second load process only takes
+    CPU from the brokers: the same real 4.9.1 gave rmq-chaos 90 % of Apache's benchmark Producer with one process and
+    85 % with two (docs/loads.md)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        cores = os.cpu_count() or 1
+    return cores // 2 if cores >= 4 else 0
 
 
 class LoadError(RuntimeError):

@@ -65,6 +65,8 @@ class ProducerPool:
         overrides: dict[str, Any] = {"send_msg_timeout_ms": client.send_timeout_ms}
         if client.retries is not None:
             overrides["retry_times_when_send_failed"] = client.retries
+        if client.serialize_type != "JSON":
+            overrides["serialize_type"] = client.serialize_type
         name = client.instance_name
         connections = self._instances.get(name)
         if connections is None:

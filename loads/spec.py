@@ -77,6 +77,9 @@ class ClientSpec(BaseModel):
     profile: Literal["java-4.9.1", "java-4.9.3", "java-5.3"] = "java-4.9.1"
     send_timeout_ms: int = Field(default=3000, ge=1, description="the timeout of `send(msg, timeout)`")
     retries: int | None = Field(default=None, ge=0, description="retryTimesWhenSendFailed; default: the profile's")
+    serialize_type: Literal["JSON", "ROCKETMQ"] = Field(
+        default="JSON", description="the request header's encoding (`rocketmq.serialize.type`): JSON, the Java "
+                                    "client's default, or RocketMQ's binary layout")
     instance: str | None = Field(default=None, pattern=NAME_PATTERN,
                                  description="client instance (Java's instanceName): clients naming the same one "
                                              "share its connections, as producers of one JVM do; default: its own")

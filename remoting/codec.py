@@ -14,11 +14,14 @@ FRAME_MAX_LENGTH = 16 * 1024 * 1024
 """`com.rocketmq.remoting.frameMaxLength`: the whole frame, its 4-byte length field included."""
 
 _INT = struct.Struct(">i")
+_SHORT = struct.Struct(">h")
 _TWO_INTS = struct.Struct(">ii")
 _BIN_FIXED = struct.Struct(">hbhii")  # code, language, version, opaque, flag
 _JSON_KEYS = frozenset(("code", "extFields", "flag", "language", "opaque", "remark", "serializeTypeCurrentRPC",
                         "version"))
 _JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False)
+_JSON_DECODER = json.JSONDecoder()
+_SERIALIZE_NAMES = {t: t.name for t in SerializeType} | {t.value: t.name for t in SerializeType}
 _LANGUAGES = {lang.value: lang.name for lang in LanguageCode}
 
 
@@ -46,7 +49,8 @@ def _encode_json_header(cmd: RemotingCommand) -> bytes:
     doc["opaque"] = cmd.opaque
     if cmd.remark is not None:
         doc["remark"] = cmd.remark
-    doc["serializeTypeCurrentRPC"] = SerializeType(cmd.serialize_type).name
+    name = _SERIALIZE_NAMES.get(cmd.serialize_type)
+    doc["serializeTypeCurrentRPC"] = name if name is not None else SerializeType(cmd.serialize_type).name
     doc["version"] = cmd.version
     if cmd.extra_header:
         doc.update(cmd.extra_header)
@@ -62,12 +66,14 @@ def _encode_binary_header(cmd: RemotingCommand) -> bytes:
     remark = cmd.remark.encode("utf-8") if cmd.remark else b""
     parts.append(_INT.pack(len(remark)))
     parts.append(remark)
-    ext = bytearray()
+    ext_parts: list[bytes] = []
+    short, int_ = _SHORT.pack, _INT.pack
     for key, value in (cmd.ext_fields or {}).items():
         k, v = key.encode("utf-8"), value.encode("utf-8")
-        ext += struct.pack(">h", len(k)) + k + _INT.pack(len(v)) + v
-    parts.append(_INT.pack(len(ext)))
-    parts.append(bytes(ext))
+        ext_parts += (short(len(k)), k, int_(len(v)), v)
+    ext = b"".join(ext_parts)
+    parts.append(int_(len(ext)))
+    parts.append(ext)
     return b"".join(parts)
 
 
@@ -95,12 +101,16 @@ def decode_frame(frame: bytes | memoryview) -> RemotingCommand:
 
 def _decode_json_header(raw: bytes) -> RemotingCommand:
     try:
-        doc = json.loads(raw)
+        if raw[:1] == b"{" and raw[1:2] != b"\x00":  # UTF-8 without a BOM, as json.loads would detect it
+            doc = _JSON_DECODER.decode(raw.decode("utf-8", "surrogatepass"))
+        else:
+            doc = json.loads(raw)
     except (UnicodeDecodeError, ValueError, RecursionError) as e:
         raise RemotingCommandException(f"header is not JSON: {e}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("code"), int):
         raise RemotingCommandException("JSON header has no integer code")
-    ext = doc.get("extFields")
+    get = doc.get
+    ext = get("extFields")
     if ext is not None and not isinstance(ext, dict):
         raise RemotingCommandException("JSON header extFields is not an object")
     if ext is not None:
@@ -109,15 +119,16 @@ def _decode_json_header(raw: bytes) -> RemotingCommand:
                 ext = {str(k): (v if type(v) is str else json.dumps(v) if isinstance(v, dict | list) else str(v))
                        for k, v in ext.items()}
                 break
-    remark = doc.get("remark")
-    extra = doc.keys() - _JSON_KEYS
+    remark = get("remark")
+    extra = None if _JSON_KEYS.issuperset(doc) else doc.keys() - _JSON_KEYS
+    language, version, opaque, flag = get("language", "JAVA"), get("version", 0), get("opaque", 0), get("flag", 0)
     try:
         return RemotingCommand(
             code=doc["code"],
-            language=str(doc.get("language", "JAVA")),
-            version=int(doc.get("version", 0)),
-            opaque=int(doc.get("opaque", 0)),
-            flag=int(doc.get("flag", 0)),
+            language=language if type(language) is str else str(language),
+            version=version if type(version) is int else int(version),
+            opaque=opaque if type(opaque) is int else int(opaque),
+            flag=flag if type(flag) is int else int(flag),
             remark=remark if remark is None or type(remark) is str else str(remark),
             ext_fields=ext,
             serialize_type=SerializeType.JSON,
@@ -138,12 +149,7 @@ def _decode_binary_header(h: memoryview) -> RemotingCommand:
             raise RemotingCommandException(f"extFields length {ext_len} exceeds the header")
         ext: dict[str, str] | None = None
         if ext_len > 0:
-            ext = {}
-            end = pos + ext_len
-            while pos < end:
-                key, pos = _read_string(h, pos, 2, end)
-                value, pos = _read_string(h, pos, 4, end)
-                ext[key or ""] = value or ""
+            ext = _read_ext(bytes(h), pos, pos + ext_len)
     except struct.error as e:
         raise RemotingCommandException(f"truncated binary header: {e}") from None
     return RemotingCommand(
@@ -156,6 +162,30 @@ def _decode_binary_header(h: memoryview) -> RemotingCommand:
         ext_fields=ext,
         serialize_type=SerializeType.ROCKETMQ,
     )
+
+
+def _read_ext(raw: bytes, pos: int, end: int) -> dict[str, str]:
+    """The extFields map in `raw[pos:end]`: (short length, key, int length, value)... as `_read_string` reads each
+    (lengths are read from the whole header, as there), in one pass."""
+    ext: dict[str, str] = {}
+    short_at, int_at = _SHORT.unpack_from, _INT.unpack_from
+    try:
+        while pos < end:
+            (length,) = short_at(raw, pos)
+            pos += 2
+            if length < 0 or pos + length > end:
+                raise RemotingCommandException(f"string length {length} exceeds the header")
+            key = raw[pos : pos + length].decode("utf-8")
+            pos += length
+            (length,) = int_at(raw, pos)
+            pos += 4
+            if length < 0 or pos + length > end:
+                raise RemotingCommandException(f"string length {length} exceeds the header")
+            ext[key] = raw[pos : pos + length].decode("utf-8")
+            pos += length
+    except UnicodeDecodeError as e:
+        raise RemotingCommandException(f"header string is not UTF-8: {e}") from None
+    return ext
 
 
 def _read_string(h: memoryview, pos: int, width: int, end: int | None = None) -> tuple[str | None, int]:

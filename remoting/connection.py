@@ -20,6 +20,7 @@ import socket
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 
 from remoting import codec
 from remoting.codes import RPC_TYPE_RESPONSE, ResponseCode
@@ -31,6 +32,17 @@ WRITE_STALL_TIMEOUT_S = 3.0
 """A single frame write that makes no headway for this long (peer not reading, buffers full) fails the connection;
 Netty would queue it instead, but a blocked writer must never hang its caller."""
 SOCKET_BUFFER_BYTES = 128 * 1024  # NettyClientConfig clientSocketSndBufSize / clientSocketRcvBufSize
+
+
+def _gevent_yield() -> Callable[[], None] | None:
+    """`gevent.sleep(0)` when gevent has patched `socket` (one thread runs every greenlet), else None."""
+    try:
+        from gevent import monkey, sleep
+    except ImportError:  # pragma: no cover - gevent comes with locust
+        return None
+    if not monkey.is_module_patched("socket"):
+        return None
+    return lambda: sleep(0)
 
 
 class ResponseFuture:
@@ -81,6 +93,10 @@ class Connection:
         self._pending: dict[int, ResponseFuture] = {}
         self._write_lock = threading.Lock()
         self._outbox: deque[bytes] = deque()
+        self._yield = _gevent_yield()
+        self._flush_due = False
+        """Under gevent: a writer has queued a frame and yields once before flushing, so the frames the greenlets
+        woken with it queue meanwhile go out in the same write (as Netty's flush of a busy channel writes many)."""
         self._reader_done = False
         self._close_lock = threading.Lock()
         self._timeout_lock = threading.Lock()
@@ -173,8 +189,21 @@ class Connection:
     def _write(self, frame: bytes, deadline: float, future: ResponseFuture | None) -> None:
         """Queue `frame` and flush the queue: whoever holds the write lock writes every queued frame in one
         `sendall` (writes coalesce under load). A caller that cannot get the lock in time leaves its frame queued
-        for the next writer, as a Netty write stays queued; it then times out waiting for the answer."""
+        for the next writer, as a Netty write stays queued; it then times out waiting for the answer.
+
+        Under gevent a request's frame that finds another writer's flush due just joins the queue: that writer
+        flushes it within this turn of the event loop (its failure closes the connection, which fails every request
+        in flight). Otherwise the writer yields once first, so one system call carries the frames of every greenlet
+        that runs meanwhile."""
         self._outbox.append(frame)
+        if self._yield is not None and future is not None:
+            if self._flush_due:
+                return
+            self._flush_due = True
+            try:
+                self._yield()
+            finally:
+                self._flush_due = False
         if not self._write_lock.acquire(timeout=max(deadline - time.monotonic(), 0.0)):
             return
         try:

@@ -155,6 +155,19 @@ class SendMessageResponseHeader(CommandHeader):
     queueOffset: int | None = None
     transactionId: str | None = None
 
+    @classmethod
+    def from_fields(cls, ext: dict[str, str] | None) -> SendMessageResponseHeader:
+        """The generic decoding, straight for the answer of every send; anything unusual takes the generic path
+        (and its errors)."""
+        if ext:
+            msg_id, queue_id, queue_offset = ext.get("msgId"), ext.get("queueId"), ext.get("queueOffset")
+            if msg_id is not None and queue_id is not None and queue_offset is not None:
+                try:
+                    return cls(msg_id, int(queue_id), int(queue_offset), ext.get("transactionId"))
+                except ValueError:
+                    pass
+        return CommandHeader.from_fields.__func__(cls, ext)
+
 
 @dataclass(slots=True)
 class PullMessageRequestHeader(CommandHeader):

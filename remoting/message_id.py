@@ -81,7 +81,7 @@ class UniqIdGenerator:
                 if now >= self._next_start:
                     self._start, self._next_start = _month_start_ms(now)
         diff = (now - self._start) & 0xFFFFFFFF
-        return self.fix_string + struct.pack(">IH", diff, next(self._counter) & 0xFFFF).hex().upper()
+        return f"{self.fix_string}{diff:08X}{next(self._counter) & 0xFFFF:04X}"  # struct ">IH", in hex
 
 
 _generator: UniqIdGenerator | None = None

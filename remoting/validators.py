@@ -11,9 +11,22 @@ VALID_TOPIC = re.compile(r"^[%|a-zA-Z0-9_-]+$")
 VALID_PATTERN_STR = "^[%|a-zA-Z0-9_-]+$"
 TOPIC_MAX_LENGTH = 127
 NOT_ALLOWED_SEND_TOPICS = frozenset({"SCHEDULE_TOPIC_XXXX"})
+_VALID_SEEN: set[str] = set()
+"""Topics that passed `check_topic` (a pure check of the name), so a load's every send does not run it again."""
+_VALID_SEEN_MAX = 4096
 
 
 def check_topic(topic: str | None) -> None:
+    if topic in _VALID_SEEN:
+        return
+    _check_topic(topic)
+    if type(topic) is str:
+        if len(_VALID_SEEN) >= _VALID_SEEN_MAX:
+            _VALID_SEEN.clear()
+        _VALID_SEEN.add(topic)
+
+
+def _check_topic(topic: str | None) -> None:
     if topic is None or not topic.strip():
         raise MQClientException.wrapping("The specified topic is blank", None)
     if not VALID_TOPIC.match(topic):
