@@ -48,12 +48,14 @@ class Channel:
 
     def respond(self, request: RemotingCommand, code: int, remark: str | None = None,
                 ext_fields: dict[str, str] | None = None, body: bytes = b"") -> None:
-        """Write the response to `request` (ext_fields in Java HashMap order, as the broker's header map)."""
+        """Write the response to `request` (ext_fields in Java HashMap order, as the broker's header map), in the
+        request's serialize type: since 4.8 the broker answers a ROCKETMQ-header request in kind
+        (NettyRemotingAbstract sets the response's serializeTypeCurrentRPC from the request's)."""
         if request.is_oneway:
             return
         cmd = RemotingCommand(code=int(code), version=self.version, opaque=request.opaque, flag=RPC_TYPE_RESPONSE,
                               remark=remark, ext_fields=java_ordered(ext_fields) if ext_fields is not None else None,
-                              body=body)
+                              body=body, serialize_type=request.serialize_type)
         self.send(cmd)
 
     def send(self, cmd: RemotingCommand) -> None:
