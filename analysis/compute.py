@@ -12,7 +12,6 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -84,22 +83,16 @@ def _compute(spark: SparkSession, runs: Sequence[RunDir], frames: Frames, enrich
     ids = [r.run_id for r in runs]
 
     step("outcome counts and per-second series")
-    counts = stats.outcome_counts(enriched).toArrow()
+    summary = stats.send_summary(enriched).toArrow()
+    counts = stats.summary_part(summary, "outcomes")
+    intended = stats.summary_part(summary, "intended")
+    out_long = stats.summary_part(summary, "per_second")
     per_sec = stats.per_second(enriched).toArrow()
-    intended = stats.intended_per_second(enriched).toArrow()
     metrics = stats.metrics_per_second(frames.metrics, known_t0).toArrow()
-    other = sorted({r["outcome"] for r in counts.select(["outcome"]).to_pylist()} - set(c.OUTCOMES))
-    out_other = stats.outcomes_per_second(enriched, other).toArrow() if other else None
+    out_other = out_long.filter(pc.invert(pc.is_in(out_long["outcome"], pa.array(c.OUTCOMES))))
 
     step("latency percentiles")
-    pct: dict[str, pa.Table] = {}
-    for basis in stats.BASIS_COLUMNS:
-        lc = stats.latency_counts(enriched, basis).persist(StorageLevel.MEMORY_AND_DISK)
-        try:
-            for name, keys in (("phase", ["run_id", "phase"]), ("run", ["run_id"])):
-                pct[f"{basis}_{name}"] = stats.nearest_rank(lc, keys, basis).toArrow()
-        finally:
-            lc.unpersist()
+    pct = _percentile_tables(stats.latency_percentiles(enriched).toArrow())
 
     step("loss check")
     totals = _totals(counts)
@@ -135,8 +128,7 @@ def _compute(spark: SparkSession, runs: Sequence[RunDir], frames: Frames, enrich
         results.append(RunResults(
             run=run, t0_ns=t0[rid], rows=rows,
             per_second=_per_second(_split(per_sec, rid), _split(intended, rid)),
-            outcomes_per_second=_outcomes_long(_split(per_sec, rid),
-                                               _split(out_other, rid) if out_other is not None else None),
+            outcomes_per_second=_outcomes_long(_split(per_sec, rid), _split(out_other, rid)),
             per_phase=_per_phase(run, run_counts, {k: _split(v, rid) for k, v in pct.items()}),
             outcome_counts=run_counts, metrics_per_second=_split(metrics, rid, ["node", "sec"]),
             loss=loss[rid], faults=faults, verdict=verdict, warnings=warnings,
@@ -144,6 +136,19 @@ def _compute(spark: SparkSession, runs: Sequence[RunDir], frames: Frames, enrich
         verdict.extra = {"loss": loss[rid].to_json(), "faults": faults, "warnings": warnings,
                          "run_status": run.timeline.status}
     return results
+
+
+def _percentile_tables(pct: pa.Table) -> dict[str, pa.Table]:
+    """`<basis>_phase` (run_id, phase, `<basis>_p50`..) and `<basis>_run` (run_id, `<basis>_p50`..) tables out of
+    `stats.latency_percentiles` rows."""
+    out = {}
+    for basis in stats.BASIS_COLUMNS:
+        for name, level in (("phase", stats.LEVEL_PHASE), ("run", stats.LEVEL_RUN)):
+            t = pct.filter(pc.and_(pc.equal(pct["basis"], basis), pc.equal(pct["level"], level)))
+            keys = ["run_id", "phase"] if level == stats.LEVEL_PHASE else ["run_id"]
+            out[f"{basis}_{name}"] = t.select([*keys, *stats.QUANTILE_NAMES]).rename_columns(
+                [*keys, *[f"{basis}_{q}" for q in stats.QUANTILE_NAMES]])
+    return out
 
 
 def _totals(counts: pa.Table) -> dict[str, dict[str, int]]:
