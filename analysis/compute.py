@@ -89,7 +89,6 @@ def _compute(spark: SparkSession, runs: Sequence[RunDir], frames: Frames, enrich
     out_long = stats.summary_part(summary, "per_second")
     per_sec = stats.per_second(enriched).toArrow()
     metrics = stats.metrics_per_second(frames.metrics, known_t0).toArrow()
-    out_other = out_long.filter(pc.invert(pc.is_in(out_long["outcome"], pa.array(c.OUTCOMES))))
 
     step("latency percentiles")
     pct = _percentile_tables(stats.latency_percentiles(enriched).toArrow())
@@ -127,8 +126,8 @@ def _compute(spark: SparkSession, runs: Sequence[RunDir], frames: Frames, enrich
         run_counts = _split(counts, rid, ["phase", "outcome"])
         results.append(RunResults(
             run=run, t0_ns=t0[rid], rows=rows,
-            per_second=_per_second(_split(per_sec, rid), _split(intended, rid)),
-            outcomes_per_second=_outcomes_long(_split(per_sec, rid), _split(out_other, rid)),
+            per_second=_per_second(_split(per_sec, rid), _split(intended, rid), _split(out_long, rid)),
+            outcomes_per_second=_outcomes_long(_split(out_long, rid)),
             per_phase=_per_phase(run, run_counts, {k: _split(v, rid) for k, v in pct.items()}),
             outcome_counts=run_counts, metrics_per_second=_split(metrics, rid, ["node", "sec"]),
             loss=loss[rid], faults=faults, verdict=verdict, warnings=warnings,
@@ -181,16 +180,16 @@ def _percentile_columns(table: pa.Table, key: str | None) -> dict[Any, dict[str,
     return {(r[key] if key else None): {k: r[k] for k in cols} for r in table.to_pylist()}
 
 
-def _per_second(per_sec: pa.Table, intended: pa.Table) -> pa.Table:
-    """One row per second that had a send or an intended send: counts by class, maxima, percentiles, intended."""
+def _per_second(per_sec: pa.Table, intended: pa.Table, outcomes: pa.Table) -> pa.Table:
+    """One row per second that had a send or an intended send: counts by class, maxima, percentiles, intended.
+    `outcomes`: sec, outcome, cls, sends."""
     rows: dict[int, dict[str, Any]] = {}
     for r in per_sec.to_pylist():
-        row = {k: v for k, v in r.items() if not k.startswith("n_")}
-        row["send_ok"] = r[f"n_{c.SEND_OK}"]
-        for k in c.JEPSEN_CLASSES:
-            row[k] = sum(r[f"n_{w}"] for w in c.OUTCOMES if c.OUTCOME_CLASS[w] == k)
-        row[c.INFO] += r["n_other"]
-        rows[r["sec"]] = row
+        rows[r["sec"]] = {**r, "send_ok": 0, **dict.fromkeys(c.JEPSEN_CLASSES, 0)}
+    for r in outcomes.to_pylist():
+        row = rows[r["sec"]]
+        row["send_ok"] += r["sends"] if r["outcome"] == c.SEND_OK else 0
+        row[r["cls"]] += r["sends"]
     empty = {**_empty_counts(), **dict.fromkeys(f"{b}_{q}" for b in stats.BASIS_COLUMNS for q in stats.QUANTILE_NAMES)}
     for r in intended.to_pylist():
         rows.setdefault(r["sec"], {**empty, "sec": r["sec"]})["intended"] = r["intended"]
@@ -198,12 +197,9 @@ def _per_second(per_sec: pa.Table, intended: pa.Table) -> pa.Table:
     return pa.Table.from_pylist(out, schema=PER_SECOND_SCHEMA)
 
 
-def _outcomes_long(per_sec: pa.Table, other: pa.Table | None) -> pa.Table:
+def _outcomes_long(outcomes: pa.Table) -> pa.Table:
     """sec, outcome, sends for every (second, outcome) with sends: the stacked-outcome series."""
-    rows = [{"sec": r["sec"], "outcome": w, "sends": r[f"n_{w}"]} for r in per_sec.to_pylist()
-            for w in c.OUTCOMES if r[f"n_{w}"]]
-    if other is not None:
-        rows += [{"sec": r["sec"], "outcome": r["outcome"], "sends": r["sends"]} for r in other.to_pylist()]
+    rows = [{"sec": r["sec"], "outcome": r["outcome"], "sends": r["sends"]} for r in outcomes.to_pylist()]
     rows.sort(key=lambda r: (r["sec"], r["outcome"]))
     return pa.Table.from_pylist(rows, schema=pa.schema([("sec", pa.int64()), ("outcome", pa.string()),
                                                        ("sends", pa.int64())]))

@@ -23,7 +23,6 @@ import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from analysis import contract as c
 from analysis.frames import jepsen_class, with_t0
 
 QUANTILES = (0.5, 0.9, 0.99, 0.999)
@@ -90,15 +89,13 @@ def summary_part(summary: pa.Table, kind: str) -> pa.Table:
 
 
 def per_second(enriched: DataFrame) -> DataFrame:
-    """run_id, sec (by actual start): sends, `n_<outcome word>` for the contract's words and `n_other` for the
-    rest, exact maxima and the percentiles of both bases (see the module docstring on exactness). One scan."""
+    """run_id, sec (by actual start): sends, exact maxima and the percentiles of both bases (see the module
+    docstring on exactness). One scan; the outcome mix per second comes from `send_summary`."""
     cols = [F.count(F.lit(1)).alias("sends"), F.max("latency_ms").alias("intended_max"),
             F.max("service_ms").alias("actual_max")]
     for basis, column in BASIS_COLUMNS.items():
         arr = F.percentile_approx(F.col(column), list(QUANTILES), PERCENTILE_ACCURACY)
         cols += [arr[i].alias(f"{basis}_{name}") for i, name in enumerate(QUANTILE_NAMES)]
-    cols += [F.sum((F.col("outcome") == F.lit(w)).cast("long")).alias(f"n_{w}") for w in c.OUTCOMES]
-    cols.append(F.sum((~F.col("outcome").isin(list(c.OUTCOMES))).cast("long")).alias("n_other"))
     return enriched.groupBy("run_id", "sec").agg(*cols)
 
 
