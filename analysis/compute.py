@@ -12,7 +12,6 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -84,22 +83,15 @@ def _compute(spark: SparkSession, runs: Sequence[RunDir], frames: Frames, enrich
     ids = [r.run_id for r in runs]
 
     step("outcome counts and per-second series")
-    counts = stats.outcome_counts(enriched).toArrow()
+    summary = stats.send_summary(enriched).toArrow()
+    counts = stats.summary_part(summary, "outcomes")
+    intended = stats.summary_part(summary, "intended")
+    out_long = stats.summary_part(summary, "per_second")
     per_sec = stats.per_second(enriched).toArrow()
-    intended = stats.intended_per_second(enriched).toArrow()
     metrics = stats.metrics_per_second(frames.metrics, known_t0).toArrow()
-    other = sorted({r["outcome"] for r in counts.select(["outcome"]).to_pylist()} - set(c.OUTCOMES))
-    out_other = stats.outcomes_per_second(enriched, other).toArrow() if other else None
 
     step("latency percentiles")
-    pct: dict[str, pa.Table] = {}
-    for basis in stats.BASIS_COLUMNS:
-        lc = stats.latency_counts(enriched, basis).persist(StorageLevel.MEMORY_AND_DISK)
-        try:
-            for name, keys in (("phase", ["run_id", "phase"]), ("run", ["run_id"])):
-                pct[f"{basis}_{name}"] = stats.nearest_rank(lc, keys, basis).toArrow()
-        finally:
-            lc.unpersist()
+    pct = _percentile_tables(stats.latency_percentiles(enriched).toArrow())
 
     step("loss check")
     totals = _totals(counts)
@@ -134,9 +126,8 @@ def _compute(spark: SparkSession, runs: Sequence[RunDir], frames: Frames, enrich
         run_counts = _split(counts, rid, ["phase", "outcome"])
         results.append(RunResults(
             run=run, t0_ns=t0[rid], rows=rows,
-            per_second=_per_second(_split(per_sec, rid), _split(intended, rid)),
-            outcomes_per_second=_outcomes_long(_split(per_sec, rid),
-                                               _split(out_other, rid) if out_other is not None else None),
+            per_second=_per_second(_split(per_sec, rid), _split(intended, rid), _split(out_long, rid)),
+            outcomes_per_second=_outcomes_long(_split(out_long, rid)),
             per_phase=_per_phase(run, run_counts, {k: _split(v, rid) for k, v in pct.items()}),
             outcome_counts=run_counts, metrics_per_second=_split(metrics, rid, ["node", "sec"]),
             loss=loss[rid], faults=faults, verdict=verdict, warnings=warnings,
@@ -144,6 +135,19 @@ def _compute(spark: SparkSession, runs: Sequence[RunDir], frames: Frames, enrich
         verdict.extra = {"loss": loss[rid].to_json(), "faults": faults, "warnings": warnings,
                          "run_status": run.timeline.status}
     return results
+
+
+def _percentile_tables(pct: pa.Table) -> dict[str, pa.Table]:
+    """`<basis>_phase` (run_id, phase, `<basis>_p50`..) and `<basis>_run` (run_id, `<basis>_p50`..) tables out of
+    `stats.latency_percentiles` rows."""
+    out = {}
+    for basis in stats.BASIS_COLUMNS:
+        for name, level in (("phase", stats.LEVEL_PHASE), ("run", stats.LEVEL_RUN)):
+            t = pct.filter(pc.and_(pc.equal(pct["basis"], basis), pc.equal(pct["level"], level)))
+            keys = ["run_id", "phase"] if level == stats.LEVEL_PHASE else ["run_id"]
+            out[f"{basis}_{name}"] = t.select([*keys, *stats.QUANTILE_NAMES]).rename_columns(
+                [*keys, *[f"{basis}_{q}" for q in stats.QUANTILE_NAMES]])
+    return out
 
 
 def _totals(counts: pa.Table) -> dict[str, dict[str, int]]:
@@ -176,16 +180,16 @@ def _percentile_columns(table: pa.Table, key: str | None) -> dict[Any, dict[str,
     return {(r[key] if key else None): {k: r[k] for k in cols} for r in table.to_pylist()}
 
 
-def _per_second(per_sec: pa.Table, intended: pa.Table) -> pa.Table:
-    """One row per second that had a send or an intended send: counts by class, maxima, percentiles, intended."""
+def _per_second(per_sec: pa.Table, intended: pa.Table, outcomes: pa.Table) -> pa.Table:
+    """One row per second that had a send or an intended send: counts by class, maxima, percentiles, intended.
+    `outcomes`: sec, outcome, cls, sends."""
     rows: dict[int, dict[str, Any]] = {}
     for r in per_sec.to_pylist():
-        row = {k: v for k, v in r.items() if not k.startswith("n_")}
-        row["send_ok"] = r[f"n_{c.SEND_OK}"]
-        for k in c.JEPSEN_CLASSES:
-            row[k] = sum(r[f"n_{w}"] for w in c.OUTCOMES if c.OUTCOME_CLASS[w] == k)
-        row[c.INFO] += r["n_other"]
-        rows[r["sec"]] = row
+        rows[r["sec"]] = {**r, "send_ok": 0, **dict.fromkeys(c.JEPSEN_CLASSES, 0)}
+    for r in outcomes.to_pylist():
+        row = rows[r["sec"]]
+        row["send_ok"] += r["sends"] if r["outcome"] == c.SEND_OK else 0
+        row[r["cls"]] += r["sends"]
     empty = {**_empty_counts(), **dict.fromkeys(f"{b}_{q}" for b in stats.BASIS_COLUMNS for q in stats.QUANTILE_NAMES)}
     for r in intended.to_pylist():
         rows.setdefault(r["sec"], {**empty, "sec": r["sec"]})["intended"] = r["intended"]
@@ -193,12 +197,9 @@ def _per_second(per_sec: pa.Table, intended: pa.Table) -> pa.Table:
     return pa.Table.from_pylist(out, schema=PER_SECOND_SCHEMA)
 
 
-def _outcomes_long(per_sec: pa.Table, other: pa.Table | None) -> pa.Table:
+def _outcomes_long(outcomes: pa.Table) -> pa.Table:
     """sec, outcome, sends for every (second, outcome) with sends: the stacked-outcome series."""
-    rows = [{"sec": r["sec"], "outcome": w, "sends": r[f"n_{w}"]} for r in per_sec.to_pylist()
-            for w in c.OUTCOMES if r[f"n_{w}"]]
-    if other is not None:
-        rows += [{"sec": r["sec"], "outcome": r["outcome"], "sends": r["sends"]} for r in other.to_pylist()]
+    rows = [{"sec": r["sec"], "outcome": r["outcome"], "sends": r["sends"]} for r in outcomes.to_pylist()]
     rows.sort(key=lambda r: (r["sec"], r["outcome"]))
     return pa.Table.from_pylist(rows, schema=pa.schema([("sec", pa.int64()), ("outcome", pa.string()),
                                                        ("sends", pa.int64())]))

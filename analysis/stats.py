@@ -18,10 +18,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from analysis import contract as c
 from analysis.frames import jepsen_class, with_t0
 
 QUANTILES = (0.5, 0.9, 0.99, 0.999)
@@ -38,45 +39,63 @@ def micros(ms: Column) -> Column:
     return F.floor(F.round(ms * F.lit(NS_PER_MS)) / F.lit(NS_PER_US)).cast("long")
 
 
-def outcome_counts(enriched: DataFrame) -> DataFrame:
-    """run_id, phase, client, outcome, cls, response_code, remark_pattern: sends, an example remark, first/last
-    start, last end and the maximum latencies. Every per-phase and per-run count is a sum of these rows.
+OUTCOME_KEYS = ("run_id", "phase", "client", "outcome", "response_code")
+SUMMARY_SETS = {"outcomes": 1, "per_second": 2, "intended": 3}
+"""The kinds of rows `send_summary` returns (its `kind` column)."""
 
-    Grouped by the raw remark first, so the number-stripping regex runs once per distinct remark, not per row."""
-    keys = ["run_id", "phase", "client", "outcome", "response_code"]
-    raw = enriched.groupBy(*keys, "remark").agg(
+
+def send_summary(enriched: DataFrame) -> DataFrame:
+    """Three small tables from one scan, told apart by `kind` (SUMMARY_SETS):
+    - outcomes: run_id, phase, client, outcome, cls, response_code, remark_pattern: sends, an example remark
+      (`remark_example`), first/last start, last end and the maximum latencies. Every per-phase and per-run count
+      is a sum of these rows.
+    - per_second: run_id, sec (by actual start), outcome, cls: sends.
+    - intended: run_id, isec (by intended start): sends (how many the schedule meant to start that second).
+
+    The rows are first grouped by every key at once and the raw remark (a hash aggregation whose groups are few:
+    seconds x outcomes x remarks), so the number-stripping regex runs once per group, not per row; the three
+    tables are grouping sets over that."""
+    raw = enriched.groupBy(*OUTCOME_KEYS, "remark", "sec", "isec").agg(
         F.count(F.lit(1)).alias("sends"), F.min("start_ns").alias("first_start_ns"),
         F.max("start_ns").alias("last_start_ns"), F.max("end_ns").alias("last_end_ns"),
         F.max("latency_ms").alias("intended_max"), F.max("service_ms").alias("actual_max"))
-    return raw.withColumn("remark_pattern", F.regexp_replace(F.col("remark"), "[0-9]+", "N")).groupBy(
-        *keys, "remark_pattern").agg(
+    raw = raw.withColumn("remark_pattern", F.regexp_replace(F.col("remark"), "[0-9]+", "N"))
+    keys = [*OUTCOME_KEYS, "remark_pattern", "sec", "isec"]
+    out = raw.groupingSets([[*OUTCOME_KEYS, "remark_pattern"], ["run_id", "sec", "outcome"], ["run_id", "isec"]],
+                           *keys).agg(
         F.sum("sends").alias("sends"), F.min("remark").alias("remark_example"),
         F.min("first_start_ns").alias("first_start_ns"), F.max("last_start_ns").alias("last_start_ns"),
         F.max("last_end_ns").alias("last_end_ns"), F.max("intended_max").alias("intended_max"),
-        F.max("actual_max").alias("actual_max")).withColumn("cls", jepsen_class(F.col("outcome")))
+        F.max("actual_max").alias("actual_max"), F.grouping_id(*keys).alias("gid"))
+    # grouping_id bits, first key highest: 1 where the key is grouped out
+    def gid(kept: Sequence[str]) -> int:
+        return sum(1 << (len(keys) - 1 - i) for i, k in enumerate(keys) if k not in kept)
+    kind = (F.when(F.col("gid") == gid([*OUTCOME_KEYS, "remark_pattern"]), F.lit(SUMMARY_SETS["outcomes"]))
+            .when(F.col("gid") == gid(["run_id", "sec", "outcome"]), F.lit(SUMMARY_SETS["per_second"]))
+            .otherwise(F.lit(SUMMARY_SETS["intended"])))
+    return out.withColumn("kind", kind).withColumn("cls", jepsen_class(F.col("outcome"))).drop("gid")
 
 
-def outcomes_per_second(enriched: DataFrame, words: Sequence[str] | None = None) -> DataFrame:
-    """run_id, sec (by actual start), outcome, cls: sends (long format), optionally only for outcome `words`."""
-    rows = enriched if words is None else enriched.where(F.col("outcome").isin(list(words)))
-    return rows.groupBy("run_id", "sec", "outcome", "cls").agg(F.count(F.lit(1)).alias("sends"))
-
-
-def intended_per_second(enriched: DataFrame) -> DataFrame:
-    """run_id, sec (by intended start), intended: how many sends the schedule meant to start that second."""
-    return enriched.groupBy("run_id", F.col("isec").alias("sec")).agg(F.count(F.lit(1)).alias("intended"))
+def summary_part(summary: pa.Table, kind: str) -> pa.Table:
+    """One of `send_summary`'s tables (collected), with its own columns, as the old per-kind frames had them."""
+    t = summary.filter(pc.equal(summary["kind"], SUMMARY_SETS[kind]))
+    if kind == "outcomes":
+        cols = [*OUTCOME_KEYS, "remark_pattern", "sends", "remark_example", "first_start_ns", "last_start_ns",
+                "last_end_ns", "intended_max", "actual_max", "cls"]
+        return t.select(cols)
+    if kind == "per_second":
+        return t.select(["run_id", "sec", "outcome", "cls", "sends"])
+    return t.select(["run_id", "isec", "sends"]).rename_columns(["run_id", "sec", "intended"])
 
 
 def per_second(enriched: DataFrame) -> DataFrame:
-    """run_id, sec (by actual start): sends, `n_<outcome word>` for the contract's words and `n_other` for the
-    rest, exact maxima and the percentiles of both bases (see the module docstring on exactness). One scan."""
+    """run_id, sec (by actual start): sends, exact maxima and the percentiles of both bases (see the module
+    docstring on exactness). One scan; the outcome mix per second comes from `send_summary`."""
     cols = [F.count(F.lit(1)).alias("sends"), F.max("latency_ms").alias("intended_max"),
             F.max("service_ms").alias("actual_max")]
     for basis, column in BASIS_COLUMNS.items():
         arr = F.percentile_approx(F.col(column), list(QUANTILES), PERCENTILE_ACCURACY)
         cols += [arr[i].alias(f"{basis}_{name}") for i, name in enumerate(QUANTILE_NAMES)]
-    cols += [F.sum((F.col("outcome") == F.lit(w)).cast("long")).alias(f"n_{w}") for w in c.OUTCOMES]
-    cols.append(F.sum((~F.col("outcome").isin(list(c.OUTCOMES))).cast("long")).alias("n_other"))
     return enriched.groupBy("run_id", "sec").agg(*cols)
 
 
@@ -87,14 +106,41 @@ def latency_counts(enriched: DataFrame, basis: str) -> DataFrame:
 
 
 def nearest_rank(counts: DataFrame, keys: Sequence[str], prefix: str,
-                 quantiles: Sequence[float] = QUANTILES, names: Sequence[str] = QUANTILE_NAMES) -> DataFrame:
-    """keys, `<prefix>_<name>` (ms) for each quantile, from (keys, us, c) rows (summed over other columns)."""
-    per = counts.where(F.col("us").isNotNull()).groupBy(*keys, "us").agg(F.sum("c").alias("c"))
+                 quantiles: Sequence[float] = QUANTILES, names: Sequence[str] = QUANTILE_NAMES,
+                 summed: bool = False) -> DataFrame:
+    """keys, `<prefix>_<name>` (ms; `<name>` for an empty prefix) for each quantile, from (keys, us, c) rows
+    (summed over other columns, unless `summed`: one row per keys and us already, none with a null us)."""
+    per = counts if summed else counts.where(F.col("us").isNotNull()).groupBy(*keys, "us").agg(
+        F.sum("c").alias("c"))
     upto = Window.partitionBy(*keys).orderBy("us").rowsBetween(Window.unboundedPreceding, Window.currentRow)
     ranked = per.withColumn("cum", F.sum("c").over(upto)).withColumn("n", F.sum("c").over(Window.partitionBy(*keys)))
     return ranked.groupBy(*keys).agg(*[
         (F.min(F.when(F.col("cum") >= F.ceil(F.col("n") * F.lit(q)), F.col("us"))) / F.lit(1000.0)).alias(
-            f"{prefix}_{name}") for q, name in zip(quantiles, names, strict=True)])
+            f"{prefix}_{name}" if prefix else name) for q, name in zip(quantiles, names, strict=True)])
+
+
+LEVEL_PHASE, LEVEL_RUN = 0, 1
+
+
+def latency_percentiles(enriched: DataFrame) -> DataFrame:
+    """run_id, basis, level (LEVEL_PHASE: per phase; LEVEL_RUN: the whole run, phase null), phase:
+    `p50`.. (ms) for both bases, in one scan and one Spark job.
+
+    Rows are counted per (run, phase, basis, whole microsecond) by a hash aggregation over both bases at once (a
+    grouping set per basis); the whole run's counts are sums of its phases' (grouping sets over the small counts),
+    and one window per group walks the cumulative counts (`nearest_rank`)."""
+    keys = ["run_id", "phase", "us_i", "us_a"]
+    counts = (enriched.select("run_id", "phase", *[micros(F.col(col)).alias(f"us_{b[0]}")
+                                                   for b, col in BASIS_COLUMNS.items()])
+              .groupingSets([["run_id", "phase", "us_i"], ["run_id", "phase", "us_a"]], *keys)
+              .agg(F.count(F.lit(1)).alias("c"), F.grouping("us_i").alias("g")))
+    counts = counts.select("run_id", "phase", F.when(F.col("g") == 1, F.lit("actual")).otherwise(
+        F.lit("intended")).alias("basis"), F.coalesce("us_i", "us_a").alias("us"), "c").where(
+        F.col("us").isNotNull())
+    levels = (counts.groupingSets([["run_id", "basis", "phase", "us"], ["run_id", "basis", "us"]],
+                                  "run_id", "basis", "phase", "us")
+              .agg(F.sum("c").alias("c"), F.grouping("phase").cast("int").alias("level")))
+    return nearest_rank(levels, ["run_id", "basis", "level", "phase"], "", summed=True)
 
 
 def metrics_per_second(metrics: DataFrame, t0: dict[str, int]) -> DataFrame:
