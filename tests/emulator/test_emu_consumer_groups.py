@@ -76,3 +76,33 @@ def test_notify_can_be_switched_off(emu_cluster):
     finally:
         c1.close()
         c2.close()
+
+
+class _FakeChannel:
+    """Unit-test stand-in for `emulator.server.Channel`: records what is sent and whether it was closed."""
+
+    def __init__(self, name: str) -> None:
+        self.remote, self.version, self.sent, self.closed = name, 395, [], False
+
+    def send(self, cmd) -> None:
+        self.sent.append(cmd)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_a_channel_without_heartbeat_for_120_s_is_closed_and_removed():
+    from emulator.consumer_manager import ClientChannelInfo, ConsumerManager
+
+    manager = ConsumerManager(lambda: True)
+    old, fresh = _FakeChannel("old"), _FakeChannel("fresh")
+    now = 1_000_000_000
+    manager.register(GROUP, old, ClientChannelInfo("c-old", 0, 395, now - 120_001), consumer_data(GROUP, [TOPIC]), True)
+    manager.register(GROUP, fresh, ClientChannelInfo("c-new", 0, 395, now - 119_000), consumer_data(GROUP, [TOPIC]),
+                     True)
+    assert manager.client_ids(GROUP) == ["c-old", "c-new"]
+    assert manager.scan_not_active(now) == [old]
+    assert old.closed and not fresh.closed
+    assert manager.client_ids(GROUP) == ["c-new"]
+    assert manager.scan_not_active(now + 1001) == [fresh]
+    assert manager.group(GROUP) is None
