@@ -38,8 +38,8 @@ def fleet_of(tmp_path, fake_env):
     fleets: list[ConsumerFleet] = []
 
     def make(groups, **kw):
-        fleet = ConsumerFleet(groups, "fake:0", "ChaosTopic", tmp_path / "run", RUN, factory="consumer_fake:FakePushConsumer",
-                              **kw)
+        fleet = ConsumerFleet(groups, "fake:0", "ChaosTopic", tmp_path / "run", RUN,
+                              factory="consumer_fake:FakePushConsumer", **kw)
         fleets.append(fleet)
         fleet.start()
         return fleet
