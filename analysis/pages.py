@@ -148,7 +148,18 @@ def render_run_page(res: RunResults) -> str:
     figures = run_figures(res.per_second, res.outcomes_per_second, res.metrics_per_second, phase_marks(res),
                           res.faults)
     nodes, rows = _config(res.run.cluster)
+    consume = None
+    if res.consume is not None:
+        from analysis.consume_figures import consume_figures
+        from analysis.pagecache import BUCKETS
+
+        rc = res.consume
+        consume = {"groups": rc.groups(), "figures": consume_figures(rc, res.t0_ns, phase_marks(res), res.faults),
+                   "rows": _consume_rows(rc), "loss": rc.loss, "loss_measured": rc.loss_measured,
+                   "reordered": rc.reordered, "pagecache": rc.pagecache, "buckets": BUCKETS,
+                   "verdicts": rc.verdicts, "lag": rc.to_json()["lag"]}
     return environment().get_template("run.html.j2").render(
+        consume=consume,
         generated=_now(),
         run={"run_id": res.run.run_id, "scenario": res.run.scenario_name, "status": res.run.timeline.status,
              "rows": res.rows, "t0": _iso(res.t0_ns)},
@@ -158,6 +169,20 @@ def render_run_page(res: RunResults) -> str:
               "unread": [q.to_json() for q in res.loss.unread]},
         config_nodes=nodes, config_rows=rows, scenario_text=res.run.scenario_text,
     )
+
+
+def _consume_rows(rc: Any) -> list[dict[str, Any]]:
+    """Per group per phase (then per group over the run): deliveries, rate, e2e p50/p99 of both bases, from slave."""
+    out = []
+    for r in rc.per_phase:
+        if r["basis"] != "born" or r["level"] not in ("group_phase", "group"):
+            continue
+        stored = rc.row(r["group"], r["phase"], "stored") or {}
+        out.append({"group": r["group"], "phase": r["phase"] if r["level"] == "group_phase" else "(whole run)",
+                    "deliveries": r["deliveries"], "successes": r["successes"], "rate": r["rate"],
+                    "born_p50": r["p50"], "born_p99": r["p99"], "stored_p50": stored.get("p50"),
+                    "stored_p99": stored.get("p99"), "max": r["max"], "from_slave": r["from_slave"]})
+    return out
 
 
 def compare_rows(results: Sequence[RunResults], page_dir: Path) -> list[dict[str, Any]]:

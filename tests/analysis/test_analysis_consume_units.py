@@ -1,0 +1,79 @@
+"""No-Spark units of the consumer analysis: the [PAGECACHERT] parser on real 4.9.1 lines and junk, the offset
+stall of a crafted lag series, and the consumer expectations' one-line validation errors."""
+from __future__ import annotations
+
+import pytest
+
+from analysis import pagecache as pc
+from analysis.consume_measures import stall_seconds
+from analysis.expectations import parse_expectations
+
+REAL_491 = ("2026-11-23 16:11:50 INFO StoreStatsService - [PAGECACHERT] TotalPut 15177, PutMessageDistributeTime "
+            "[<=0ms]:0 [0~10ms]:10054 [10~50ms]:4645 [50~100ms]:340 [100~200ms]:65 [200~500ms]:65 [500ms~1s]:0 "
+            "[1~2s]:1 [2~3s]:0 [3~4s]:0 [4~5s]:1 [5~10s]:1 [10s~]:5 ")
+"""A line of a real 4.9.1 master's store.log (slave-readonly-default, --program apache, 2026-11-23)."""
+
+
+def test_real_line_parses():
+    line = pc.parse_line(REAL_491)
+    assert line is not None and line.total == 15177 and sum(line.counts) == 15177
+    assert line.counts[1] == 10054 and line.counts[-1] == 5
+    assert line.ts_ns == 1_795_450_310 * 1_000_000_000  # 2026-11-23 16:11:50 UTC
+    assert pc.quantile_upper_ms(line.counts, 0.99) == 100  # rank 15026 falls in [50~100ms]
+    assert pc.fast_share(line.counts) == pytest.approx(10054 / 15177)
+
+
+@pytest.mark.parametrize("junk", [
+    REAL_491.replace("[10s~]:5 ", ""),  # a bucket missing
+    REAL_491.replace("[0~10ms]", "[0~9ms]"),  # not 4.9.1's bucket text
+    REAL_491.replace("TotalPut 15177", "TotalPut x"),
+    REAL_491.replace("2026-11-23 16:11:50", "2026-13-45 99:11:50"),
+    REAL_491 + "[0~10ms]:1 " * 400,  # too long
+    "\x00[PAGECACHERT]\xff",
+])
+def test_junk_is_skipped(junk):
+    assert pc.parse_line(junk) is None
+
+
+def test_store_log_reader_counts_skipped_and_caps(tmp_path, monkeypatch):
+    node = tmp_path / "logs" / "master" / "rocketmqlogs"
+    node.mkdir(parents=True)
+    (node / "store.log").write_bytes(b"\xff\xfe binary\n" + REAL_491.encode() + b"\n[PAGECACHERT] half\n")
+    (tmp_path / "logs" / "slave").mkdir()
+    logs = pc.read_run_logs(tmp_path / "logs")
+    assert [(g.node, len(g.lines), g.skipped, g.truncated) for g in logs] == [("master", 1, 1, False)]
+    monkeypatch.setattr(pc, "MAX_LOG_BYTES", 100)
+    capped = pc.read_run_logs(tmp_path / "logs")[0]
+    assert capped.truncated and not capped.lines
+
+
+def test_stall_of_a_crafted_series():
+    s = 1_000_000_000
+    pts = [{"ts_ns": i * s, "committed": c, "lag": lag} for i, (c, lag) in enumerate(
+        [(0, 0), (10, 0), (10, 5), (10, 9), (10, 12), (20, 3), (20, 0), (20, 4), (20, 8)])]
+    assert stall_seconds(pts) == 2.0  # lag > 0 from second 2 to 4 without an advance; 7-8 is 1 s
+    assert stall_seconds([{"ts_ns": 0, "committed": 5, "lag": 0}]) == 0.0
+
+
+@pytest.mark.parametrize("item, message", [
+    ({"metric": "consume_latency_p99_ms", "basis": "intended", "max": 1},
+     "basis 'intended' does not apply to metric consume_latency_p99_ms; allowed: born, stored"),
+    ({"metric": "latency_p99_ms", "basis": "stored", "max": 1},
+     "basis 'stored' does not apply to metric latency_p99_ms; allowed: intended, actual"),
+    ({"metric": "consumer_lost", "phase": "x", "max": 0},
+     "key 'phase' does not apply to metric consumer_lost; its filters: group"),
+    ({"metric": "pagecache_put_p99_ms", "group": "g", "max": 10},
+     "key 'group' does not apply to metric pagecache_put_p99_ms; its filters: node, phase"),
+    ({"metric": "lag_max", "basis": "born", "max": 10}, "key 'basis' applies only to metrics"),
+    ({"metric": "consumer_lag", "max": 10}, "'consumer_lag' is not one of: count"),
+])
+def test_expectation_errors_are_one_line(item, message):
+    with pytest.raises(ValueError) as err:
+        parse_expectations([item], source="s.yaml")
+    text = str(err.value)
+    assert "\n" not in text and text.startswith("s.yaml: expect[0]") and message in text
+
+
+def test_consume_latency_defaults_to_born():
+    (e,) = parse_expectations([{"metric": "consume_latency_p50_ms", "group": "g", "max": 5}])
+    assert e.basis == "born" and e.label() == "group=g consume_latency_p50_ms[born] max=5"
