@@ -178,7 +178,8 @@ def _consume_rows(rc: Any) -> list[dict[str, Any]]:
         if r["basis"] != "born" or r["level"] not in ("group_phase", "group"):
             continue
         stored = rc.row(r["group"], r["phase"], "stored") or {}
-        out.append({"group": r["group"], "phase": r["phase"] if r["level"] == "group_phase" else "(whole run)",
+        phase = r["phase"] if r["level"] == "group_phase" else "(whole run)"
+        out.append({"group": r["group"], "phase": phase if phase is not None else "(after the phases: drain)",
                     "deliveries": r["deliveries"], "successes": r["successes"], "rate": r["rate"],
                     "born_p50": r["p50"], "born_p99": r["p99"], "stored_p50": stored.get("p50"),
                     "stored_p99": stored.get("p99"), "max": r["max"], "from_slave": r["from_slave"]})

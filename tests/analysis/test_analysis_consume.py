@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pyarrow.parquet as pq
 import pytest
 from known_runs import clean_run, consumer_run
 
@@ -58,6 +59,8 @@ def test_consumer_metrics_on_a_crafted_run(consumed):
         assert text in page
     verdict = json.loads((path / "report" / "verdict.json").read_text())
     assert verdict["consumers"]["loss"]["fast"]["lost"] == 1
+    for name in ("consume_per_second", "consume_per_phase", "consumer_lag_per_second"):
+        assert pq.read_table(path / "report" / f"{name}.parquet").num_rows > 0
 
 
 def test_run_without_consumes_is_as_before(consumed):
@@ -68,3 +71,5 @@ def test_run_without_consumes_is_as_before(consumed):
     assert m["c"].status == "unknown" and m["l"].status == "unknown"
     assert all(x.status == "held" for k, x in m.items() if k not in ("c", "l"))
     assert "Consumers" not in (plain / "report" / "index.html").read_text()
+    assert not (plain / "report" / "consume_per_second.parquet").exists()
+    assert "consumers" not in json.loads((plain / "report" / "verdict.json").read_text())
