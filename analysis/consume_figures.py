@@ -7,15 +7,17 @@ from collections.abc import Sequence
 from typing import Any
 
 from analysis.consume_measures import RunConsume
-from analysis.figures import EXTRA_COLORS, _col, _finish, _panel, to_data_uri
+from analysis.figures import _col, _finish, _panel, to_data_uri
 from analysis.frames import NS_PER_S
+
+GROUP_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
 
 
 def consume_figures(rc: RunConsume, t0_ns: int | None, phases: Sequence[dict[str, Any]],
                     faults: Sequence[dict[str, Any]]) -> dict[str, str]:
     """`lag` (one line per group) and `e2e` (p50 solid, p99 dashed per group) when there is data for them."""
     out: dict[str, str] = {}
-    colors = {g: EXTRA_COLORS[i % len(EXTRA_COLORS)] for i, g in enumerate(rc.groups())}
+    colors = {g: GROUP_COLORS[i % len(GROUP_COLORS)] for i, g in enumerate(rc.groups())}
     if rc.lag:
         fig, ax = _panel("Consumer lag per group (sum over queues)", "messages")
         xs_all: list[float] = []
