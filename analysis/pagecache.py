@@ -9,7 +9,8 @@ puts since its previous line (the buckets are swapped for fresh ones at each lin
 
 (the line format copied from a real 4.9.1 store.log; the emulator writes the same). A line's time is read as UTC
 wall time (the brokers of a run log on the run's machine, whose clock is UTC here); a line covers the minute
-before it. Reading is capped like the other hostile-input readers: at most MAX_LOG_BYTES of a file (its tail),
+before it (the first line: since the broker started), and the puts after a broker's last line (less than a minute
+before it stopped) are in no line. Reading is capped like the other hostile-input readers: at most MAX_LOG_BYTES of a file (its tail),
 lines longer than MAX_LINE_CHARS skipped, anything that is not a whole PAGECACHERT line skipped and counted.
 """
 from __future__ import annotations
@@ -155,10 +156,11 @@ def fast_share(counts: tuple[int, ...]) -> float | None:
 
 
 def in_window(lines: list[PagecacheLine], start_ns: int | None, end_ns: int | None) -> list[PagecacheLine]:
-    """Lines whose minute lies mostly in [start, end): the middle of the minute before the line is inside."""
-    half = WINDOW_S * 1_000_000_000 // 2
-    return [ln for ln in lines if (start_ns is None or ln.ts_ns - half >= start_ns)
-            and (end_ns is None or ln.ts_ns - half < end_ns)]
+    """Lines whose minute (the WINDOW_S before the line) overlaps [start, end): a line is the finest resolution
+    there is, so a phase's figures include the puts of neighbouring time its lines also cover."""
+    span = WINDOW_S * 1_000_000_000
+    return [ln for ln in lines if (end_ns is None or ln.ts_ns - span < end_ns)
+            and (start_ns is None or ln.ts_ns > start_ns)]
 
 
 def summary_row(node: str, label: str, lines: list[PagecacheLine]) -> dict:

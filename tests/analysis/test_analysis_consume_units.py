@@ -47,6 +47,16 @@ def test_store_log_reader_counts_skipped_and_caps(tmp_path, monkeypatch):
     assert capped.truncated and not capped.lines
 
 
+def test_a_line_counts_in_every_phase_its_minute_overlaps():
+    line = pc.parse_line(REAL_491)
+    t = line.ts_ns
+    s = 1_000_000_000
+    assert pc.in_window([line], t - 20 * s, t + 40 * s) == [line]  # the minute's last 20 s
+    assert pc.in_window([line], t - 90 * s, t - 50 * s) == [line]  # its first 10 s
+    assert pc.in_window([line], t, t + 60 * s) == []  # after the line: the next line's minute
+    assert pc.in_window([line], t - 120 * s, t - 60 * s) == []  # before its minute
+
+
 def test_stall_of_a_crafted_series():
     s = 1_000_000_000
     pts = [{"ts_ns": i * s, "committed": c, "lag": lag} for i, (c, lag) in enumerate(
