@@ -23,6 +23,29 @@ def test_real_line_parses():
     assert pc.fast_share(line.counts) == pytest.approx(10054 / 15177)
 
 
+REAL_491_MINUTES = [
+    "2026-11-24 00:01:56 INFO StoreStatsService - [PAGECACHERT] TotalPut 391975, PutMessageDistributeTime "
+    "[<=0ms]:56971 [0~10ms]:325588 [10~50ms]:8916 [50~100ms]:301 [100~200ms]:199 [200~500ms]:0 [500ms~1s]:0 "
+    "[1~2s]:0 [2~3s]:0 [3~4s]:0 [4~5s]:0 [5~10s]:0 [10s~]:0 ",
+    "2026-11-24 00:02:56 INFO StoreStatsService - [PAGECACHERT] TotalPut 619238, PutMessageDistributeTime "
+    "[<=0ms]:25269 [0~10ms]:586024 [10~50ms]:7734 [50~100ms]:145 [100~200ms]:66 [200~500ms]:0 [500ms~1s]:0 "
+    "[1~2s]:0 [2~3s]:0 [3~4s]:0 [4~5s]:0 [5~10s]:0 [10s~]:0 ",
+]
+"""Two consecutive lines of a real 4.9.1 master (a seed-pair run, 2026-11-24): [<=0ms] falls from one to the next,
+so each line counts its own minute (the buckets are swapped at each line), and a window's puts are their sum."""
+
+
+def test_real_lines_are_per_minute_and_summed():
+    a, b = (pc.parse_line(x) for x in REAL_491_MINUTES)
+    assert b.ts_ns - a.ts_ns == 60 * 1_000_000_000
+    assert a.total == sum(a.counts) and b.total == sum(b.counts) and b.counts[0] < a.counts[0]
+    both = pc.sum_counts([a, b])
+    assert sum(both) == 391975 + 619238
+    assert pc.fast_share(both) == pytest.approx((56971 + 325588 + 25269 + 586024) / (391975 + 619238))
+    assert pc.quantile_upper_ms(both, 0.99) == 50  # 98.3 % under 10 ms: the 99th percentile is in [10~50ms]
+    assert pc.quantile_upper_ms(both, 0.5) == 10
+
+
 @pytest.mark.parametrize("junk", [
     REAL_491.replace("[10s~]:5 ", ""),  # a bucket missing
     REAL_491.replace("[0~10ms]", "[0~9ms]"),  # not 4.9.1's bucket text
