@@ -70,6 +70,22 @@ def test_store_log_reader_counts_skipped_and_caps(tmp_path, monkeypatch):
     assert capped.truncated and not capped.lines
 
 
+def test_a_gmt8_store_log_is_shifted_to_utc(tmp_path):
+    """The real 4.9.1 writes store.log in GMT+8 (conf/logback_broker.xml): C2's backlog run on the real 4.9.1 had
+    cluster_up at 00:21:40 UTC and a store.log starting 08:21:38."""
+    node = tmp_path / "logs" / "master" / "rocketmqlogs"
+    node.mkdir(parents=True)
+    first = "2026-11-24 08:21:38 INFO AllocateMappedFileService - AllocateMappedFileService service started"
+    line = REAL_491_MINUTES[0].replace("2026-11-24 00:01:56", "2026-11-24 08:22:38")
+    (node / "store.log").write_text(f"{first}\n{line}\n")
+    cluster_up = 1_795_479_700_917_162_590  # 2026-11-24 00:21:40.9 UTC
+    (log,) = pc.read_run_logs(tmp_path / "logs", cluster_up)
+    assert log.zone_offset_ns == 8 * 3600 * 1_000_000_000
+    assert log.lines[0].ts_ns == 1_795_479_758 * 1_000_000_000  # 00:22:38 UTC
+    (same,) = pc.read_run_logs(tmp_path / "logs", None)  # no reference: read as UTC
+    assert same.zone_offset_ns == 0 and same.lines[0].ts_ns == log.lines[0].ts_ns + 8 * 3600 * 1_000_000_000
+
+
 def test_a_line_counts_in_every_phase_its_minute_overlaps():
     line = pc.parse_line(REAL_491)
     t = line.ts_ns
