@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from analysis import pagecache as pc
-from analysis.consume_measures import stall_seconds
+from analysis.consume_measures import lag_grew, stall_seconds
 from analysis.expectations import parse_expectations
 
 REAL_491 = ("2026-11-23 16:11:50 INFO StoreStatsService - [PAGECACHERT] TotalPut 15177, PutMessageDistributeTime "
@@ -126,3 +126,16 @@ def test_expectation_errors_are_one_line(item, message):
 def test_consume_latency_defaults_to_born():
     (e,) = parse_expectations([{"metric": "consume_latency_p50_ms", "group": "g", "max": 5}])
     assert e.basis == "born" and e.label() == "group=g consume_latency_p50_ms[born] max=5"
+
+
+def test_lag_grew_only_for_a_stand_or_a_real_backlog():
+    s = 1_000_000_000
+
+    def series(pairs):
+        return [{"ts_ns": i * s, "committed": c, "lag": lag} for i, (c, lag) in enumerate(pairs)]
+
+    keeping_up = series([(i * 300, (i * 37) % 64) for i in range(60)])  # a healthy group: lag 0-63, offsets move
+    stuck = series([(100, 0)] + [(100, 30 * i) for i in range(1, 11)])  # offsets stand 9 s with lag
+    slow = series([(i * 100, 50 * i) for i in range(40)])  # offsets move, lag reaches 1950
+    assert not lag_grew(keeping_up)
+    assert lag_grew(stuck) and lag_grew(slow)
