@@ -139,3 +139,25 @@ def test_lag_grew_only_for_a_stand_or_a_real_backlog():
     slow = series([(i * 100, 50 * i) for i in range(40)])  # offsets move, lag reaches 1950
     assert not lag_grew(keeping_up)
     assert lag_grew(stuck) and lag_grew(slow)
+
+
+def test_consume_and_lag_parts_are_screened(tmp_path):
+    """A cut consume part is skipped and named; a lag part with a wrong column type is refused in one line."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from known_runs import consumer_run
+
+    from analysis.errors import RunDirError
+    from analysis.rundir import LAG_PARTS, open_run_dir
+
+    path, _ = consumer_run(tmp_path)
+    first = sorted((path / "consumes").glob("part-*.parquet"))[0]
+    first.write_bytes(first.read_bytes()[:200])
+    run = open_run_dir(path)
+    assert len(run.parts["consumes"]) == 1 and run.skipped["consumes"] and len(run.parts[LAG_PARTS]) == 2
+    assert any(w.startswith("consumes/part-") and "skipped" in w for w in run.warnings)
+    lag = sorted((path / "metrics" / "lag").glob("part-*.parquet"))[0]
+    pq.write_table(pa.table({"run_id": ["x"], "group": ["g"], "topic": ["t"], "ts_ns": ["not a number"]}), lag)
+    with pytest.raises(RunDirError) as err:
+        open_run_dir(path)
+    assert "\n" not in str(err.value) and "column 'ts_ns' has type string, the contract says int64" in str(err.value)
