@@ -207,6 +207,27 @@ def compare_rows(results: Sequence[RunResults], page_dir: Path) -> list[dict[str
     return rows
 
 
+def compare_consumer_rows(results: Sequence[RunResults]) -> list[dict[str, Any]]:
+    """Per run per consumer group, side by side: deliveries, e2e p99 of both bases, lost, duplicates, lag max,
+    committed-offset stall, and the run's master PAGECACHERT figures (empty when no run has a consumer side)."""
+    out = []
+    for res in results:
+        rc = res.consume
+        if rc is None:
+            continue
+        lag = rc.to_json()["lag"]
+        master = next((r for r in rc.pagecache if r["node"] == "master" and r["window"] == "(whole run)"), {})
+        for g in rc.groups() or [None]:
+            born, stored = rc.row(g, None, "born") or {}, rc.row(g, None, "stored") or {}
+            loss = rc.loss.get(g or "", {})
+            out.append({"run_id": res.run.run_id, "group": g, "deliveries": born.get("deliveries"),
+                        "born_p99": born.get("p99"), "stored_p99": stored.get("p99"),
+                        "lost": loss.get("lost") if rc.loss_measured else None, "duplicated": loss.get("duplicated"),
+                        "lag_max": lag.get(g or "", {}).get("max"), "stall_s": lag.get(g or "", {}).get("stall_s"),
+                        "put_fast": master.get("under_10ms_share"), "put_p99": master.get("p99_upper_ms")})
+    return out
+
+
 def config_differences(results: Sequence[RunResults]) -> tuple[list[dict[str, Any]], list[str], int]:
     """Keys of scenario (without `expect`) and cluster config whose values differ between runs; the keys that differ
     only because they name each run's ports, paths and ids (`RUN_IDENTITY_KEYS`); how many keys are the same."""
@@ -235,7 +256,7 @@ def render_compare_page(results: Sequence[RunResults], page_dir: Path) -> str:
         phase_names += [p for p in r["phases"] if p not in phase_names]
     diff, identity, same = config_differences(results)
     return environment().get_template("compare.html.j2").render(
-        generated=_now(), rows=rows, verdict_word=WORD[valid], verdict_css=CSS[valid],
+        consumer_rows=compare_consumer_rows(results), generated=_now(), rows=rows, verdict_word=WORD[valid], verdict_css=CSS[valid],
         figures=compare_figures(rows), outcomes=outcomes, phase_names=phase_names, config_diff=diff,
         config_same=same, config_identity=identity,
     )

@@ -20,7 +20,7 @@ def consumed(spark, tmp_path_factory):
     plain, _ = clean_run(root, "no-consumer", expect=[{"name": "c", "metric": "consume_count", "min": 1},
                                                       {"name": "l", "metric": "lag_max", "max": 1}])
     job = analyze([path, plain], spark=spark, progress=False)
-    return {r.run.run_id: r for r in job.results}, answers, path, plain
+    return {r.run.run_id: r for r in job.results}, answers, path, plain, job.compare_dir
 
 
 def _measured(res, name):
@@ -28,7 +28,7 @@ def _measured(res, name):
 
 
 def test_consumer_metrics_on_a_crafted_run(consumed):
-    results, answers, path, _ = consumed
+    results, answers, path, _, compare = consumed
     res = results["consume-run"]
     want = answers.numbers
     m = {x.expectation.label(): x for x in res.verdict.results}
@@ -59,12 +59,14 @@ def test_consumer_metrics_on_a_crafted_run(consumed):
         assert text in page
     verdict = json.loads((path / "report" / "verdict.json").read_text())
     assert verdict["consumers"]["loss"]["fast"]["lost"] == 1
+    side_by_side = (compare / "index.html").read_text()
+    assert "<h2>Consumers</h2>" in side_by_side and side_by_side.count("<td>consume-run</td>") == 2
     for name in ("consume_per_second", "consume_per_phase", "consumer_lag_per_second"):
         assert pq.read_table(path / "report" / f"{name}.parquet").num_rows > 0
 
 
 def test_run_without_consumes_is_as_before(consumed):
-    results, _, _, plain = consumed
+    results, _, _, plain, _ = consumed
     res = results["no-consumer"]
     assert res.consume is None
     m = {x.expectation.label(): x for x in res.verdict.results}
