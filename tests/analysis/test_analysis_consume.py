@@ -75,3 +75,27 @@ def test_run_without_consumes_is_as_before(consumed):
     assert "Consumers" not in (plain / "report" / "index.html").read_text()
     assert not (plain / "report" / "consume_per_second.parquet").exists()
     assert "consumers" not in json.loads((plain / "report" / "verdict.json").read_text())
+
+
+def test_no_spark_job_for_runs_without_a_consumer_side(consumed, spark):
+    """The send-side job is not slowed down: runs without consumes/ and metrics/lag/ cost no Spark job."""
+    from analysis.consume_stats import consume_results
+    from analysis.rundir import open_run_dir
+
+    _, _, path, plain, _ = consumed
+    sc = spark.sparkContext
+
+    def jobs(run_path, group):
+        run = open_run_dir(run_path)
+        sc.setJobGroup(group, "consumer side probe")
+        try:
+            res = consume_results(spark, [run], {run.run_id: run.timeline.t0_ns},
+                                  enriched=spark.createDataFrame([], "run_id string, key string, cls string"))
+        finally:
+            sc.setLocalProperty("spark.jobGroup.id", None)
+        return res, sc.statusTracker().getJobIdsForGroup(group)
+
+    res, ran = jobs(plain, "consume-probe-none")
+    assert ran == [] and res.loss == {} and res.per_phase.num_rows == 0 and res.lag.num_rows == 0
+    res, ran = jobs(path, "consume-probe-some")  # the probe sees jobs when there are some
+    assert ran and res.per_phase.num_rows > 0
