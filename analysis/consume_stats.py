@@ -7,9 +7,10 @@ delivery in whole microseconds: `born` = delivered_ns - born_ms (the producer's 
 store_ms (the broker's). A delivery (and a lag sample) belongs to the phase whose window [phase_start, phase_end)
 holds its delivered_ns (ts_ns), not to the phase its message was sent in.
 
-Spark jobs when a run has consumes: per second (one aggregation), per group and phase with exact nearest-rank
-percentiles (one aggregation, one window), loss and duplicates (one join and aggregation), per-queue order (one
-window), lag per group per second (one aggregation). Everything collected is small: seconds x groups rows.
+Steps when a run has consumes: per second (one aggregation), per group and phase with exact nearest-rank
+percentiles (one aggregation, grouping sets, one window), loss and duplicates (one shuffle by key, one small
+aggregation), per-queue order (one window), lag per group per second (one aggregation). Everything collected is
+small: seconds x groups rows.
 """
 from __future__ import annotations
 
@@ -88,56 +89,76 @@ def per_second(ce: DataFrame) -> DataFrame:
 
 def per_phase(ce: DataFrame) -> DataFrame:
     """Rows per (run, level, group, phase, basis): deliveries, successes, from_slave and exact nearest-rank
-    percentiles (ms, of whole microseconds) and max; levels as LEVELS."""
+    percentiles (ms, of whole microseconds) and max; levels as LEVELS. Deliveries are counted per (run, group,
+    phase, basis, microsecond) by one aggregation, the levels come from grouping sets over that small table, and
+    one window walks the cumulative counts of every (level, group, phase, basis) at once."""
     both = ce.select("run_id", "group", "phase", "ok", "slave", F.explode(F.array(*[
         F.struct(F.lit(b).alias("basis"), F.col(f"{b}_us").alias("us")) for b in BASES])).alias("x"))
     counts = both.groupBy("run_id", "group", "phase", "x.basis", "x.us").agg(
         F.count(F.lit(1)).alias("c"), F.sum("ok").alias("ok"), F.sum("slave").alias("slave"))
-    parts = []
-    for level, (keep_g, keep_p) in LEVELS.items():
-        g = F.col("group") if keep_g else F.lit(None).cast("string")
-        p = F.col("phase") if keep_p else F.lit(None).cast("string")
-        parts.append(counts.groupBy("run_id", g.alias("group"), p.alias("phase"), "basis", "us").agg(
-            F.sum("c").alias("c"), F.sum("ok").alias("ok"), F.sum("slave").alias("slave")).withColumn(
-            "level", F.lit(level)))
-    allc = parts[0]
-    for p in parts[1:]:
-        allc = allc.unionByName(p)
-    keys = ["run_id", "level", "group", "phase", "basis"]
+    keys = ("run_id", "group", "phase", "basis", "us")
+    sets = [[k for k in keys if (k != "group" or keep_g) and (k != "phase" or keep_p)]
+            for keep_g, keep_p in LEVELS.values()]
+    gid = F.grouping("group") * F.lit(2) + F.grouping("phase")  # 2: group grouped out, 1: phase grouped out
+    level = F.create_map(*[F.lit(x) for name, (keep_g, keep_p) in LEVELS.items()
+                           for x in ((0 if keep_g else 2) + (0 if keep_p else 1), name)])
+    allc = counts.groupingSets(sets, *keys).agg(
+        F.sum("c").alias("c"), F.sum("ok").alias("ok"), F.sum("slave").alias("slave"), gid.alias("gid"))
+    allc = allc.withColumn("level", level[F.col("gid")]).drop("gid")
+    pkeys = ["run_id", "level", "group", "phase", "basis"]
     ranked_c = F.when(F.col("us").isNull(), F.lit(0)).otherwise(F.col("c"))
-    upto = Window.partitionBy(*keys).orderBy(F.col("us").asc_nulls_first()).rowsBetween(
+    upto = Window.partitionBy(*pkeys).orderBy(F.col("us").asc_nulls_first()).rowsBetween(
         Window.unboundedPreceding, Window.currentRow)
     ranked = allc.withColumn("rc", ranked_c).withColumn("cum", F.sum("rc").over(upto)).withColumn(
-        "n", F.sum("rc").over(Window.partitionBy(*keys)))
-    return ranked.groupBy(*keys).agg(
+        "n", F.sum("rc").over(Window.partitionBy(*pkeys)))
+    return ranked.groupBy(*pkeys).agg(
         F.sum("c").alias("deliveries"), F.sum("ok").alias("successes"), F.sum("slave").alias("from_slave"),
         *[(F.min(F.when((F.col("n") > 0) & (F.col("cum") >= F.ceil(F.col("n") * F.lit(q))), F.col("us")))
            / F.lit(1000.0)).alias(name) for name, q in QUANTILES],
         (F.max("us") / F.lit(1000.0)).alias("max"))
 
 
-def loss_and_duplicates(ce: DataFrame, enriched: DataFrame, groups: dict[str, list[str]]) -> DataFrame:
+def loss_and_duplicates(ce: DataFrame, enriched: DataFrame, groups: dict[str, list[str]]) -> list[dict[str, Any]]:
     """Per (run, group): acknowledged sends (ok class) never delivered with CONSUME_SUCCESS (`lost`, 10 smallest
     keys), successful deliveries beyond the first per key (`duplicated`) and those made by a restarted consumer
-    process (`duplicated_after_restart`). `groups`: run -> the groups to judge (scenario groups and groups seen)."""
-    spark = ce.sparkSession
-    pairs = spark.createDataFrame([(r, g) for r, gs in groups.items() for g in gs], "run_id string, group string")
-    acked = (enriched.where((F.col("cls") == F.lit(c.OK)) & F.col("key").isNotNull())
-             .where(F.col("run_id").isin(list(groups))).select("run_id", "key").distinct()
-             .join(F.broadcast(pairs), "run_id").withColumn("acked", F.lit(1)))
-    succ = (ce.where((F.col("ok") == 1) & F.col("key").isNotNull()).where(F.col("run_id").isin(list(groups)))
-            .groupBy("run_id", "group", "key").agg(
-                F.count(F.lit(1)).alias("n"), F.sum("restart").alias("nr"),
-                F.min_by("restart", "delivered_ns").alias("first_r")))
-    j = acked.join(succ, ["run_id", "group", "key"], "full_outer")
-    lost = F.col("acked").isNotNull() & F.col("n").isNull()
-    return j.groupBy("run_id", "group").agg(
-        F.sum(F.coalesce(F.col("acked"), F.lit(0))).alias("acknowledged"),
-        F.sum(lost.cast("long")).alias("lost"),
-        F.slice(F.array_sort(F.collect_list(F.when(lost, F.col("key")))), 1, SAMPLE_KEYS).alias("lost_keys"),
-        F.sum(F.coalesce(F.col("n") - 1, F.lit(0))).alias("duplicated"),
-        F.sum(F.coalesce(F.col("nr") - F.col("first_r"), F.lit(0))).alias("duplicated_after_restart"),
-        F.sum((F.col("n").isNotNull() & F.col("acked").isNull()).cast("long")).alias("unacknowledged_consumed"))
+    process (`duplicated_after_restart`). `groups`: run -> the groups to judge (scenario groups and groups seen).
+
+    One shuffle by (run, key) of the acknowledged sends and the successful deliveries, with a column per group (a
+    scenario has a few), then one small aggregation per run."""
+    names = sorted({g for gs in groups.values() for g in gs})
+    runs = list(groups)
+    acked = (enriched.where((F.col("cls") == F.lit(c.OK)) & F.col("key").isNotNull() & F.col("run_id").isin(runs))
+             .select("run_id", "key", F.lit(1).alias("acked"), F.lit(None).cast("string").alias("group"),
+                     F.lit(None).cast("long").alias("restart"), F.lit(None).cast("long").alias("delivered_ns")))
+    succ = (ce.where((F.col("ok") == 1) & F.col("key").isNotNull() & F.col("run_id").isin(runs))
+            .select("run_id", "key", F.lit(0).alias("acked"), "group", "restart", "delivered_ns"))
+    rows = acked.unionByName(succ)
+    per_key = []
+    for i, g in enumerate(names):
+        mine = F.col("group") == F.lit(g)
+        per_key += [F.sum(mine.cast("long")).alias(f"n{i}"), F.sum(F.when(mine, F.col("restart"))).alias(f"nr{i}"),
+                    F.min_by(F.when(mine, F.col("restart")), F.when(mine, F.col("delivered_ns"))).alias(f"fr{i}")]
+    keyed = rows.groupBy("run_id", "key").agg(F.max("acked").alias("acked"), *per_key)
+    per_run = []
+    for i, _ in enumerate(names):
+        n = F.coalesce(F.col(f"n{i}"), F.lit(0))
+        lost = (F.col("acked") == 1) & (n == 0)
+        per_run += [
+            F.sum(lost.cast("long")).alias(f"lost{i}"),
+            F.slice(F.array_sort(F.collect_list(F.when(lost, F.col("key")))), 1, SAMPLE_KEYS).alias(f"keys{i}"),
+            F.sum(F.greatest(n - 1, F.lit(0))).alias(f"dup{i}"),
+            F.sum(F.coalesce(F.col(f"nr{i}") - F.col(f"fr{i}"), F.lit(0))).alias(f"dupr{i}"),
+            F.sum(((n > 0) & (F.col("acked") == 0)).cast("long")).alias(f"unack{i}")]
+    out = []
+    for row in keyed.groupBy("run_id").agg(F.sum("acked").alias("acknowledged"), *per_run).collect():
+        for i, g in enumerate(names):
+            if g in groups.get(row["run_id"], []):
+                out.append({"run_id": row["run_id"], "group": g, "acknowledged": int(row["acknowledged"] or 0),
+                            "lost": int(row[f"lost{i}"] or 0), "lost_keys": list(row[f"keys{i}"] or []),
+                            "duplicated": int(row[f"dup{i}"] or 0),
+                            "duplicated_after_restart": int(row[f"dupr{i}"] or 0),
+                            "unacknowledged_consumed": int(row[f"unack{i}"] or 0)})
+    return out
 
 
 def reordered(ce: DataFrame) -> DataFrame:
@@ -183,8 +204,8 @@ def consume_results(spark: SparkSession, runs: Sequence[RunDir], t0: dict[str, i
         judged = {r.run_id: sorted(set(r.consumer_groups) | set(seen.get(r.run_id, []))) for r in with_c}
         judged = {k: v for k, v in judged.items() if v}
         if judged:
-            for row in loss_and_duplicates(ce, enriched, judged).collect():
-                empty.loss[(row["run_id"], row["group"])] = row.asDict()
+            for row in loss_and_duplicates(ce, enriched, judged):
+                empty.loss[(row["run_id"], row["group"])] = row
             empty.loss_runs = set(judged)
         empty.reordered = {(r["run_id"], r["group"]): int(r["reordered"] or 0) for r in reordered(ce).collect()}
     if with_lag:
