@@ -197,18 +197,20 @@ def measure_consumer(e: Expectation, run: RunDir, rc: RunConsume) -> Measurement
     if e.metric in CONSUMER_LOSS_METRICS:
         return _loss_value(e, run, rc)
     row = rc.row(e.group, e.phase, e.basis if e.metric in CONSUME_LATENCY_METRICS else "born")
-    if row is None or not row["deliveries"]:
-        return Measurement(None, "no deliveries match the filters", 0)
-    n = int(row["deliveries"])
+    n = int(row["deliveries"]) if row is not None and row["deliveries"] else 0
     if e.metric in CONSUME_COUNT_METRICS:
         incomplete = _incomplete(run, e.phase)
         if incomplete:
             return Measurement(None, f"not every delivery is there: {incomplete}", n)
+        if e.group is not None and e.group not in rc.groups() and e.group not in run.consumer_groups:
+            return Measurement(None, f"group {e.group!r} is neither in the scenario's consumers nor in consumes/", 0)
         if e.metric == "consume_count":
-            return Measurement(float(n), None, n)
-        seconds = row["seconds"]
+            return Measurement(float(n), None, n)  # a known group without deliveries in the window: 0
+        seconds = _seconds(run, e.phase)
         return Measurement(n / seconds, None, n) if seconds else Measurement(
             None, "the time window is not known from events.jsonl", n)
+    if not n:
+        return Measurement(None, "no deliveries match the filters", 0)
     value = row[QUANTILE_COLUMN[LATENCY_QUANTILE[e.metric]]]
     if value is None:
         return Measurement(None, f"no delivery matching the filters has a {e.basis} time", n)

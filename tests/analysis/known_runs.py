@@ -471,6 +471,8 @@ CONSUMER_EXPECT = [
     {"name": "fast-dups", "group": "fast", "metric": "consumer_duplicated", "max": 0},
     {"name": "slow-reordered", "group": "slow", "metric": "consumer_reordered", "max": 5},
     {"name": "fast-count", "group": "fast", "metric": "consume_count", "min": 1},
+    {"name": "idle-count", "group": "idle", "metric": "consume_count", "max": 0},
+    {"name": "idle-p99", "group": "idle", "metric": "consume_latency_p99_ms", "max": 1},
     {"name": "healthy-rate", "phase": "healthy", "metric": "consume_rate", "min": 1},
     {"name": "slow-p50", "group": "slow", "metric": "consume_latency_p50_ms", "max": 1000},
     {"name": "slow-p50-stored", "group": "slow", "metric": "consume_latency_p50_ms", "basis": "stored", "max": 1000},
@@ -532,6 +534,6 @@ def consumer_run(root: Path, run_id: str = "consume-run") -> tuple[Path, Answers
                          "slow_from_slave": 10, "slow_lag_max": 100, "slow_stall_s": 9.0,
                          "slow_p50_born": 100.0, "slow_p50_stored": 50.0, "fast_count": 200}
     scenario = {"name": "consumers", "phases": [{"name": n, "duration_s": (e - s) / 1000} for n, s, e in phases],
-                "consumers": {"drain": 30, "groups": [{"name": "fast"}, {"name": "slow"}]},
+                "consumers": {"drain": 30, "groups": [{"name": "fast"}, {"name": "slow"}, {"name": "idle"}]},
                 "expect": CONSUMER_EXPECT}
     return b.write(scenario, _cluster(1048576)), b.answers

@@ -38,6 +38,7 @@ def test_consumer_metrics_on_a_crafted_run(consumed):
     assert m["fast-dups"].measured == want["fast_dup"] and "1 after a consumer restart" in m["fast-dups"].note
     assert m["slow-reordered"].measured == want["slow_reordered"]
     assert m["fast-count"].measured == want["fast_count"]
+    assert m["idle-count"].measured == 0 and m["idle-p99"].status == "unknown"  # a scenario group that got nothing
     assert m["slow-p50"].measured == want["slow_p50_born"]
     assert m["slow-p50-stored"].measured == want["slow_p50_stored"]
     assert m["fast-max"].measured == pytest.approx(12_000.0)  # the redelivery: born 3.0 s, delivered 15.0 s
@@ -60,7 +61,7 @@ def test_consumer_metrics_on_a_crafted_run(consumed):
     verdict = json.loads((path / "report" / "verdict.json").read_text())
     assert verdict["consumers"]["loss"]["fast"]["lost"] == 1
     side_by_side = (compare / "index.html").read_text()
-    assert "<h2>Consumers</h2>" in side_by_side and side_by_side.count("<td>consume-run</td>") == 2
+    assert "<h2>Consumers</h2>" in side_by_side and side_by_side.count("<td>consume-run</td>") == 3  # fast, idle, slow
     for name in ("consume_per_second", "consume_per_phase", "consumer_lag_per_second"):
         assert pq.read_table(path / "report" / f"{name}.parquet").num_rows > 0
 
