@@ -33,10 +33,12 @@ def consume_figures(rc: RunConsume, t0_ns: int | None, phases: Sequence[dict[str
         groups, secs = _col(ps, "group"), _col(ps, "sec")
         p50, p99 = _col(ps, "born_p50"), _col(ps, "born_p99")
         for g in sorted(set(groups)):
-            idx = [i for i, x in enumerate(groups) if x == g]
-            xs = [secs[i] for i in idx]
-            ax.plot(xs, [p50[i] for i in idx], color=colors.get(g), label=f"{g} p50")
-            ax.plot(xs, [p99[i] for i in idx], color=colors.get(g), linestyle="--", label=f"{g} p99")
+            at = {secs[i]: (p50[i], p99[i]) for i, x in enumerate(groups) if x == g}
+            xs = list(range(min(at), max(at) + 1))  # a second without deliveries breaks the line (NaN)
+            nan = (float("nan"), float("nan"))
+            ax.plot(xs, [at.get(x, nan)[0] for x in xs], color=colors.get(g), label=f"{g} p50", marker=".",
+                    markersize=3)
+            ax.plot(xs, [at.get(x, nan)[1] for x in xs], color=colors.get(g), linestyle="--", label=f"{g} p99")
         ax.set_yscale("symlog", linthresh=1.0)
         _finish(ax, phases, faults, float(min(secs)), float(max(secs)) + 1)
         out["e2e"] = to_data_uri(fig)

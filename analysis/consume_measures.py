@@ -132,7 +132,8 @@ def run_consume(run: RunDir, res: ConsumeResults, t0_ns: int | None) -> RunConsu
     pp.sort(key=lambda r: (r["level"] != "group_phase", str(r["group"]), phase_order.get(r["phase"], 1e9),
                            str(r["phase"]), r["basis"]))
     for r in pp:
-        seconds = _seconds(run, r["phase"])
+        drain = r["phase"] is None and r["level"] in ("group_phase", "phase")  # delivered outside every phase
+        seconds = None if drain else _seconds(run, r["phase"])
         r["seconds"] = seconds
         r["rate"] = r["deliveries"] / seconds if seconds else None
     out.per_phase = pp
@@ -162,7 +163,10 @@ def _seconds(run: RunDir, phase: str | None) -> float | None:
 def _pagecache_rows(run: RunDir) -> list[dict[str, Any]]:
     rows = []
     for log in run.pagecache:
-        rows.append(pcache.summary_row(log.node, "(whole run)", log.lines))
+        whole = pcache.summary_row(log.node, "(whole run)", log.lines)
+        rows.append(whole)
+        if not whole["puts"]:
+            continue  # a node that put nothing (the slave's lines count its own puts only): no phase rows
         for ph in run.timeline.phases:
             lines = pcache.in_window(log.lines, ph.start_ns, ph.end_ns)
             if lines:
