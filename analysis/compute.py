@@ -129,7 +129,7 @@ def _compute(spark: SparkSession, runs: Sequence[RunDir], frames: Frames, enrich
         rc = consume[rid]
         shown = rc if (rc.has_consumes or rc.has_lag or rc.pagecache) else None
         rows = totals.get(rid, {}).get("attempted", 0)
-        warnings = list(run.warnings)
+        warnings = list(run.warnings) + cres.warnings.get(rid, [])
         if run.parts["requests"] and rows == 0:
             warnings.append(f"requests/: no row has run_id {rid!r}: the parts belong to another run")
         incomplete = None

@@ -33,6 +33,8 @@ LEVELS = {"group_phase": (True, True), "group": (True, False), "phase": (False, 
 """Which keys a per-phase row keeps: every (group, phase), each group over the run, each phase over all groups,
 the whole run. A key not kept is null in the row."""
 PERCENTILE_ACCURACY = 10_000
+MAX_JUDGED_GROUPS = 64
+"""Consumer groups judged for loss and duplicates per run (a column each in that query); a scenario has a few."""
 SUCCESS = "CONSUME_SUCCESS"
 RETRY_PREFIX = "%RETRY%"
 
@@ -47,6 +49,7 @@ class ConsumeResults:
     reordered: dict[tuple[str, str], int]
     lag: pa.Table  # run_id, group, sec, ts_ns, phase, lag, committed
     loss_runs: set[str] = field(default_factory=set)  # runs whose loss was computed
+    warnings: dict[str, list[str]] = field(default_factory=dict)  # run -> what was left out
 
 
 def _phase_of(ts: Column, runs: Sequence[RunDir]) -> Column:
@@ -203,6 +206,12 @@ def consume_results(spark: SparkSession, runs: Sequence[RunDir], t0: dict[str, i
                 seen.setdefault(row["run_id"], []).append(row["group"])
         judged = {r.run_id: sorted(set(r.consumer_groups) | set(seen.get(r.run_id, []))) for r in with_c}
         judged = {k: v for k, v in judged.items() if v}
+        for rid, names in judged.items():
+            if len(names) > MAX_JUDGED_GROUPS:
+                empty.warnings.setdefault(rid, []).append(
+                    f"consumes/: {len(names)} consumer groups; loss and duplicates judged for the first "
+                    f"{MAX_JUDGED_GROUPS} by name only")
+                judged[rid] = names[:MAX_JUDGED_GROUPS]
         if judged:
             for row in loss_and_duplicates(ce, enriched, judged):
                 empty.loss[(row["run_id"], row["group"])] = row
