@@ -23,7 +23,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from analysis import contract as c
-from analysis.frames import NS_PER_S, read_parts, second_of, with_t0
+from analysis.frames import read_parts, second_of, with_t0
 from analysis.rundir import LAG_PARTS, RunDir
 
 BASES = ("born", "stored")
@@ -194,33 +194,31 @@ def consume_results(spark: SparkSession, runs: Sequence[RunDir], t0: dict[str, i
     """Every consumer aggregate of the runs that have consume or lag parts (no Spark job for the others)."""
     with_c = [r for r in runs if r.parts.get(c.CONSUMES_DIR) and r.run_id in t0]
     with_lag = [r for r in runs if r.parts.get(LAG_PARTS) and r.run_id in t0]
-    empty = ConsumeResults(pa.table({}), pa.table({}), {}, {}, pa.table({}))
+    out = ConsumeResults(pa.table({}), pa.table({}), {}, {}, pa.table({}))
     if with_c:
         consumes = read_parts(spark, [p for r in with_c for p in r.parts[c.CONSUMES_DIR]], c.CONSUME_SCHEMA)
         ce = enrich_consumes(consumes, with_c, {r.run_id: t0[r.run_id] for r in with_c})
-        empty.per_second = per_second(ce).toArrow()
-        empty.per_phase = per_phase(ce).toArrow()
+        out.per_second = per_second(ce).toArrow()
+        out.per_phase = per_phase(ce).toArrow()
         seen: dict[str, list[str]] = {}
-        for row in empty.per_phase.select(["run_id", "level", "group"]).to_pylist():
+        for row in out.per_phase.select(["run_id", "level", "group"]).to_pylist():
             if row["level"] == "group" and row["group"] is not None:
                 seen.setdefault(row["run_id"], []).append(row["group"])
         judged = {r.run_id: sorted(set(r.consumer_groups) | set(seen.get(r.run_id, []))) for r in with_c}
         judged = {k: v for k, v in judged.items() if v}
         for rid, names in judged.items():
             if len(names) > MAX_JUDGED_GROUPS:
-                empty.warnings.setdefault(rid, []).append(
+                out.warnings.setdefault(rid, []).append(
                     f"consumes/: {len(names)} consumer groups; loss and duplicates judged for the first "
                     f"{MAX_JUDGED_GROUPS} by name only")
                 judged[rid] = names[:MAX_JUDGED_GROUPS]
         if judged:
             for row in loss_and_duplicates(ce, enriched, judged):
-                empty.loss[(row["run_id"], row["group"])] = row
-            empty.loss_runs = set(judged)
-        empty.reordered = {(r["run_id"], r["group"]): int(r["reordered"] or 0) for r in reordered(ce).collect()}
+                out.loss[(row["run_id"], row["group"])] = row
+            out.loss_runs = set(judged)
+        out.reordered = {(r["run_id"], r["group"]): int(r["reordered"] or 0) for r in reordered(ce).collect()}
     if with_lag:
         lag = read_parts(spark, [p for r in with_lag for p in r.parts[LAG_PARTS]], c.CONSUMER_LAG_SCHEMA)
-        empty.lag = lag_per_second(lag, with_lag, {r.run_id: t0[r.run_id] for r in with_lag}).toArrow()
-    return empty
+        out.lag = lag_per_second(lag, with_lag, {r.run_id: t0[r.run_id] for r in with_lag}).toArrow()
+    return out
 
-
-__all__ = ["ConsumeResults", "consume_results", "NS_PER_S"]
