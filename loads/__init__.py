@@ -9,12 +9,16 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-__all__ = ["ClientSpec", "LoadError", "LoadProcess", "LoadSpec", "LoadStats", "PhaseSpec", "SpecError", "load_spec",
-           "parse_spec", "spec_from_env"]
+__all__ = ["ClientSpec", "ConsumerError", "ConsumerFleet", "GroupSpec", "LoadError", "LoadProcess", "LoadSpec",
+           "LoadStats", "PhaseSpec", "SpecError", "StuckSpec", "load_spec", "parse_group", "parse_groups", "parse_spec",
+           "spec_from_env", "write_control"]
 
 _HOME = {"ClientSpec": "loads.spec", "LoadSpec": "loads.spec", "PhaseSpec": "loads.spec", "SpecError": "loads.spec",
          "load_spec": "loads.spec", "parse_spec": "loads.spec", "spec_from_env": "loads.spec",
-         "LoadProcess": "loads.process", "LoadError": "loads.process", "LoadStats": "loads.tally"}
+         "LoadProcess": "loads.process", "LoadError": "loads.process", "LoadStats": "loads.tally",
+         "GroupSpec": "loads.consumer_spec", "StuckSpec": "loads.consumer_spec", "parse_group": "loads.consumer_spec",
+         "parse_groups": "loads.consumer_spec", "ConsumerFleet": "loads.consumers", "ConsumerError": "loads.consumers",
+         "write_control": "loads.consumer_control"}
 
 
 def __getattr__(name: str) -> Any:
