@@ -4,8 +4,8 @@ before the load, drained after the load, stopped before the read-back (and in th
 - `start()`: a journal entry (`resource:consumers`, undo: end every process carrying its tag) is written first and
   its tag is in the environment of every consumer process (`RMQ_CHAOS_TAG`), so `rmq-chaos cleanup` ends the
   consumers of a crashed runner; then `loads.consumers.ConsumerFleet.start`, then a wait until the master lists
-  each group's consumers (GET_CONSUMER_LIST_BY_GROUP count == consumers) and GET_CONSUME_STATS lists every queue
-  of the topic for the group (an offset was committed for it); event `consumers_start`. The lag collector starts.
+  each group's consumers (GET_CONSUMER_LIST_BY_GROUP count == consumers) and holds a committed offset of the
+  group for every queue of the topic (QUERY_CONSUMER_OFFSET); event `consumers_start`. The lag collector starts.
 - `targets`: each process as a `NodeTarget` (role `consumer`, name `<group>.c<i>`, pids of the live process, a
   control whose start() restarts it through the fleet) and each group as `consumer:<group>` (every process), so
   `kill` / `freeze` / `consumer_stuck` act on consumers.
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import os
-import threading
+import signal
 import time
 from typing import Any
 
@@ -32,59 +32,97 @@ READY_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 30.0
 POLL_S = 0.5
 LIST_TIMEOUT_MS = 1000
-_env_lock = threading.Lock()
+
+
+def _ask(addr: str, code: int, fields: dict[str, str], timeout_ms: float) -> Any | None:
+    """One admin request over the harness's shared client; None when the broker does not answer."""
+    from harness import brokerclient
+    from remoting.command import make_request
+
+    admin = brokerclient.admin()
+    p = admin.profile
+    request = make_request(code, fields, b"", version=p.version, language=p.language, serialize_type=p.serialize_type)
+    try:
+        return admin.client.invoke_sync(addr, request, timeout_ms)
+    except Exception:  # noqa: BLE001 - not answering counts as not listed / not committed yet
+        return None
 
 
 def consumer_count(addr: str, group: str, timeout_ms: float = LIST_TIMEOUT_MS) -> int:
     """GET_CONSUMER_LIST_BY_GROUP: how many client ids the broker lists for `group` (0 when it answers "no consumer
     for this group" or does not answer)."""
-    from harness import brokerclient
     from remoting.codes import RequestCode, ResponseCode
-    from remoting.command import make_request
 
-    admin = brokerclient.admin()
-    p = admin.profile
-    request = make_request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": group}, b"",
-                           version=p.version, language=p.language, serialize_type=p.serialize_type)
-    try:
-        response = admin.client.invoke_sync(addr, request, timeout_ms)
-    except Exception:  # noqa: BLE001 - not answering counts as not listed yet
-        return 0
-    if response.code != ResponseCode.SUCCESS or not response.body:
+    response = _ask(addr, RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": group}, timeout_ms)
+    if response is None or response.code != ResponseCode.SUCCESS or not response.body:
         return 0
     return len(json.loads(response.body.decode("utf-8")).get("consumerIdList") or [])
 
 
-class ConsumerControl:
-    """A consumer process (or every process of a group) as a node control for `kill`'s restart and `restart`."""
+def committed_queues(addr: str, group: str, topic: str, queues: int, timeout_ms: float = LIST_TIMEOUT_MS) -> list[int]:
+    """Queue ids of `topic` for which the broker holds a committed offset of `group` (QUERY_CONSUMER_OFFSET answers
+    SUCCESS, not QUERY_NOT_FOUND): the queues some consumer of the group owns and has committed. GET_CONSUME_STATS
+    cannot tell: the 4.9.1 broker lists every queue of a topic once any is committed, with 0 for the others."""
+    from remoting.codes import RequestCode, ResponseCode
 
-    def __init__(self, stage: ConsumerStage, group: str, index: int | None) -> None:
-        self.stage, self.group, self.index = stage, group, index
+    found = []
+    for q in range(queues):
+        response = _ask(addr, RequestCode.QUERY_CONSUMER_OFFSET,
+                        {"consumerGroup": group, "topic": topic, "queueId": str(q)}, timeout_ms)
+        if response is not None and response.code == ResponseCode.SUCCESS:
+            found.append(q)
+    return found
+
+
+class GroupControl:
+    """Every process of a group as one node control (`consumer:<group>`): stop ends each live one, start restarts
+    each that is down (through the fleet), wait_ready waits until the master lists the group's consumers."""
+
+    def __init__(self, stage: ConsumerStage, group: str) -> None:
+        self.stage, self.group = stage, group
 
     def stop(self) -> None:
-        for worker in self.stage.workers_of(self.group, self.index):
-            if self.stage.alive(worker):
-                self.stage.fleet.kill(worker, 15)
+        for w in self.stage.fleet.select(self.group):
+            if w.alive:
+                self.stage.fleet.kill(w.name, signal.SIGTERM)
 
     def start(self) -> None:
-        for worker in self.stage.workers_of(self.group, self.index):
-            if not self.stage.alive(worker):
-                with _env_lock:
-                    self.stage.fleet.restart(worker)
+        for w in self.stage.fleet.select(self.group):
+            if not w.alive:
+                self.stage.fleet.restart(w.name)
         self.stage.note_procs()
-        self.stage.refresh_targets()
 
     def wait_ready(self, timeout_s: float) -> None:
         deadline = time.monotonic() + timeout_s
-        group = self.stage.group(self.group)
-        while time.monotonic() < deadline:
-            if consumer_count(self.stage.master_addr, self.group) >= group.consumers:
-                return
+        want = self.stage.section.group(self.group).consumers
+        while consumer_count(self.stage.master_addr, self.group) < want:
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"consumers of {self.group}: not all listed by the master within {timeout_s:.0f} s")
             time.sleep(POLL_S)
-        raise TimeoutError(f"consumers of {self.group}: not all listed by the master within {timeout_s:.0f} s")
 
     def wait_caught_up(self, timeout_s: float) -> None:
         self.wait_ready(timeout_s)
+
+
+class WorkerControl:
+    """One consumer process as a node control: the fleet's own (`ConsumerFleet.control`), its restarts noted in
+    the journal entry."""
+
+    def __init__(self, stage: ConsumerStage, worker: str) -> None:
+        self.stage, self.inner = stage, stage.fleet.control(worker)
+
+    def stop(self) -> None:
+        self.inner.stop()
+
+    def start(self) -> None:
+        self.inner.start()
+        self.stage.note_procs()
+
+    def wait_ready(self, timeout_s: float) -> None:
+        self.inner.wait_ready(timeout_s)
+
+    def wait_caught_up(self, timeout_s: float) -> None:
+        self.inner.wait_caught_up(timeout_s)
 
 
 class ConsumerStage:
@@ -104,35 +142,14 @@ class ConsumerStage:
         self.closed = False
         self.targets: dict[str, NodeTarget] = {}
 
-    # --- workers ----------------------------------------------------------------------------------------------
-    def group(self, name: str) -> Any:
-        return self.section.group(name)
-
-    def workers_of(self, group: str, index: int | None) -> list[str]:
-        """The current worker name of each process of `group` (one when `index` is given): a restarted process is
-        `<group>.c<i>.r<n>`, the newest one counts."""
-        newest: dict[int, tuple[int, str]] = {}
-        for name, h in self.fleet.workers.items():
-            if h.group != group or (index is not None and h.index != index):
-                continue
-            gen = int(name.rsplit(".r", 1)[1]) if ".r" in name.split(".c", 1)[-1] else 0
-            if h.index not in newest or gen > newest[h.index][0]:
-                newest[h.index] = (gen, name)
-        return [newest[i][1] for i in sorted(newest)]
-
-    def alive(self, worker: str) -> bool:
-        p = ProcId.of(self.fleet.workers[worker].pid)
-        return p is not None and p.alive()
-
-    def pids_of(self, group: str, index: int | None) -> list[int]:
-        return [self.fleet.workers[w].pid for w in self.workers_of(group, index) if self.alive(w)]
-
-    def control_files(self, group: str, index: int | None) -> list[str]:
-        return [str(_control_path(self.fleet.workers[w])) for w in self.workers_of(group, index)]
+    # --- workers ---------------------------------------------------------------------------------------------
+    def control_files(self, target: str) -> list[str]:
+        """Control files of `target` (a group or `<group>.c<i>`): one per instance, kept across restarts."""
+        return [str(w.control_path) for w in self.fleet.select(target)]
 
     def note_procs(self) -> None:
         """Record the live processes in the journal entry (cleanup also finds them by their tag)."""
-        procs = [p.to_json() for p in (ProcId.of(h.pid) for h in self.fleet.workers.values()) if p]
+        procs = [p.to_json() for p in (ProcId.of(w.pid) for w in self.fleet.history if w.alive) if p]
         self.journal.update(self.tag, undo=[{"op": "kill_procs", "tag": self.tag, "procs": procs, "timeout_s": 10}])
 
     # --- the flow ---------------------------------------------------------------------------------------------
@@ -157,39 +174,28 @@ class ConsumerStage:
         self.rd.event("consumers_start", **event)
         return event
 
-    def refresh_targets(self) -> None:
-        """A restarted process may have a new control file: the targets name the current ones."""
-        for t in self.targets.values():
-            index = None if t.name.startswith("consumer:") else int(t.name.rsplit(".c", 1)[1])
-            t.extras["control_files"] = self.control_files(t.extras["group"], index)
-
     def _build_targets(self) -> None:
         run_id = self.rd.run_id
         for g in self.section.groups:
-            for i in range(g.consumers):
-                name = f"{g.name}.c{i}"
+            names = [(f"{g.name}.c{i}", f"{g.name}.c{i}") for i in range(g.consumers)] + [(f"consumer:{g.name}", g.name)]
+            for name, selector in names:
+                control = GroupControl(self, g.name) if selector == g.name else WorkerControl(self, selector)
                 self.targets[name] = NodeTarget(
-                    name=name, role="consumer", run_id=run_id, pids=lambda g=g.name, i=i: self.pids_of(g, i),
-                    control=ConsumerControl(self, g.name, i),
-                    extras={"group": g.name, "control_files": self.control_files(g.name, i)})
-            self.targets[f"consumer:{g.name}"] = NodeTarget(
-                name=f"consumer:{g.name}", role="consumer", run_id=run_id,
-                pids=lambda g=g.name: self.pids_of(g, None), control=ConsumerControl(self, g.name, None),
-                extras={"group": g.name, "control_files": self.control_files(g.name, None)})
+                    name=name, role="consumer", run_id=run_id, pids=lambda s=selector: self.fleet.pids(s),
+                    control=control, extras={"group": g.name, "control_files": self.control_files(selector)})
 
     def _wait_listed(self) -> dict[str, Any]:
-        """Until the master lists every group's consumers and GET_CONSUME_STATS lists every queue of the topic."""
+        """Until the master lists every group's consumers and holds a committed offset of the group for every queue
+        of the topic (the client commits every 5 s: `persistConsumerOffsetInterval`)."""
         t0 = time.monotonic()
         deadline = t0 + READY_TIMEOUT_S
-        fetch = broker_stats_fetch([self.master_addr])
         topic, queues = self.scenario.topic.name, self.scenario.topic.queues
         listed: dict[str, int] = {}
         owned: dict[str, int] = {}
         while True:
             for g in self.section.groups:
                 listed[g.name] = consumer_count(self.master_addr, g.name)
-                rows = fetch(g.name) or []
-                owned[g.name] = len({r["queue_id"] for r in rows if r["topic"] == topic})
+                owned[g.name] = len(committed_queues(self.master_addr, g.name, topic, queues))
             ready = all(listed[g.name] == g.consumers and owned[g.name] >= queues for g in self.section.groups)
             if ready:
                 return {"listed": listed, "queues_owned": owned, "ready_s": round(time.monotonic() - t0, 3)}

@@ -26,11 +26,12 @@ StatsFetch = Callable[[str], list[dict[str, Any]] | None]
 def broker_stats_fetch(addrs: Sequence[str], timeout_ms: float = STATS_TIMEOUT_MS) -> StatsFetch:
     """GET_CONSUME_STATS to each of `addrs` in order (master, then slave) until one answers."""
     from harness import brokerclient
-    from remoting.consume_stats import get_consume_stats
 
     def fetch(group: str) -> list[dict[str, Any]] | None:
         for addr in addrs:
             try:
+                from remoting.consume_stats import get_consume_stats
+
                 stats = get_consume_stats(brokerclient.admin().client, addr, group, None, timeout_ms)
             except Exception:  # noqa: BLE001 - a broker that does not answer: the next one, else no row
                 continue
