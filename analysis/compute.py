@@ -17,6 +17,9 @@ from pyspark.sql import functions as F
 
 from analysis import contract as c
 from analysis import stats
+from analysis.consume_measures import RunConsume, measure_consumer, run_consume
+from analysis.consume_stats import consume_results
+from analysis.expectations import CONSUMER_METRICS, PAGECACHE_METRICS
 from analysis.fault_timing import FaultSpec
 from analysis.frames import Frames, enrich_requests, load_frames
 from analysis.loss import LossCheck, key_flags, loss_checks
@@ -48,6 +51,7 @@ class RunResults:
     faults: list[dict[str, Any]]
     verdict: RunVerdict
     warnings: list[str] = field(default_factory=list)
+    consume: RunConsume | None = None  # the consumer side (None: the run has no consumes, lag or PAGECACHERT)
 
 
 def _split(table: pa.Table, run_id: str, sort: Sequence[str] = ()) -> pa.Table:
@@ -108,9 +112,22 @@ def _compute(spark: SparkSession, runs: Sequence[RunDir], frames: Frames, enrich
         if kf is not None:
             kf.release()
 
+    if any(r.has_consumes or r.parts.get("metrics/lag") for r in runs):
+        step("consumers: deliveries, end-to-end latency, loss, lag")
+    cres = consume_results(spark, runs, known_t0, enriched)
+    consume: dict[str, RunConsume] = {}
+    for run in runs:
+        rc = run_consume(run, cres, t0[run.run_id])
+        consume[run.run_id] = rc
+        for i, e in enumerate(run.expectations):
+            if e.metric in CONSUMER_METRICS + PAGECACHE_METRICS:
+                measured[(run.run_id, i)] = measure_consumer(e, run, rc)
+
     results = []
     for run in runs:
         rid = run.run_id
+        rc = consume[rid]
+        shown = rc if (rc.has_consumes or rc.has_lag or rc.pagecache) else None
         rows = totals.get(rid, {}).get("attempted", 0)
         warnings = list(run.warnings)
         if run.parts["requests"] and rows == 0:
@@ -130,10 +147,12 @@ def _compute(spark: SparkSession, runs: Sequence[RunDir], frames: Frames, enrich
             outcomes_per_second=_outcomes_long(_split(out_long, rid)),
             per_phase=_per_phase(run, run_counts, {k: _split(v, rid) for k, v in pct.items()}),
             outcome_counts=run_counts, metrics_per_second=_split(metrics, rid, ["node", "sec"]),
-            loss=loss[rid], faults=faults, verdict=verdict, warnings=warnings,
+            loss=loss[rid], faults=faults, verdict=verdict, warnings=warnings, consume=shown,
         ))
         verdict.extra = {"loss": loss[rid].to_json(), "faults": faults, "warnings": warnings,
                          "run_status": run.timeline.status}
+        if shown is not None:
+            verdict.extra["consumers"] = shown.to_json()
     return results
 
 

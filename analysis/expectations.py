@@ -22,8 +22,20 @@ FAULT_METRICS = ("fault_to_first_error_s", "recovery_s")
 LOSS_METRICS = ("lost", "not_on_slave", "duplicated", "recovered", "unexpected", "unseen_master", "unseen_slave")
 """`unseen_master` / `unseen_slave`: acknowledged sends placed where that node's read-back could not read
 (`readback/queues.json`): judged neither lost nor not_on_slave."""
-METRICS: tuple[str, ...] = COUNT_METRICS + LATENCY_METRICS + FAULT_METRICS + LOSS_METRICS
-BASES = ("intended", "actual")
+CONSUME_COUNT_METRICS = ("consume_count", "consume_rate")
+CONSUME_LATENCY_METRICS = ("consume_latency_p50_ms", "consume_latency_p90_ms", "consume_latency_p99_ms",
+                           "consume_latency_p999_ms", "consume_latency_max_ms")
+CONSUMER_LOSS_METRICS = ("consumer_lost", "consumer_duplicated", "consumer_reordered")
+LAG_METRICS = ("lag_max", "lag_end", "offset_stall_s")
+PAGECACHE_METRICS = ("pagecache_put_p99_ms",)
+CONSUMER_METRICS = CONSUME_COUNT_METRICS + CONSUME_LATENCY_METRICS + CONSUMER_LOSS_METRICS + LAG_METRICS
+"""Measured over `consumes/` and `metrics/lag/` (analysis.consume_measures); unknown in a run without them."""
+METRICS: tuple[str, ...] = (COUNT_METRICS + LATENCY_METRICS + FAULT_METRICS + LOSS_METRICS + CONSUMER_METRICS
+                            + PAGECACHE_METRICS)
+SEND_BASES = ("intended", "actual")
+CONSUME_BASES = ("born", "stored")
+"""End-to-end latency of a delivery: delivered_ns minus the message's born time (producer) or store time (broker)."""
+BASES = SEND_BASES + CONSUME_BASES
 
 LATENCY_QUANTILE = {
     "latency_p50_ms": 0.5,
@@ -32,6 +44,7 @@ LATENCY_QUANTILE = {
     "latency_p999_ms": 0.999,
     "latency_max_ms": 1.0,
 }
+LATENCY_QUANTILE.update({"consume_" + k: v for k, v in list(LATENCY_QUANTILE.items())})
 
 ROW_FILTERS = ("phase", "client", "outcome", "response_code", "remark_contains", "after_s", "before_s")
 OUTCOME_FILTERS = ("outcome", "response_code", "remark_contains")
@@ -41,14 +54,22 @@ ALLOWED_FILTERS: dict[str, tuple[str, ...]] = {
     "recovery_s": ("fault", "client"),
     **{m: ROW_FILTERS for m in ("lost", "not_on_slave", "duplicated", "recovered", "unseen_master", "unseen_slave")},
     "unexpected": (),
+    **{m: ("group", "phase") for m in CONSUME_COUNT_METRICS + CONSUME_LATENCY_METRICS + LAG_METRICS},
+    **{m: ("group",) for m in CONSUMER_LOSS_METRICS},
+    "pagecache_put_p99_ms": ("node", "phase"),
 }
-FILTER_KEYS = ROW_FILTERS + ("fault",)
+FILTER_KEYS = ROW_FILTERS + ("fault", "group", "node")
 
 Metric = Literal[
     "count", "share", "rate",
     "latency_p50_ms", "latency_p90_ms", "latency_p99_ms", "latency_p999_ms", "latency_max_ms",
     "fault_to_first_error_s", "recovery_s",
     "lost", "not_on_slave", "duplicated", "recovered", "unexpected", "unseen_master", "unseen_slave",
+    "consume_count", "consume_rate",
+    "consume_latency_p50_ms", "consume_latency_p90_ms", "consume_latency_p99_ms", "consume_latency_p999_ms",
+    "consume_latency_max_ms",
+    "consumer_lost", "consumer_duplicated", "consumer_reordered", "lag_max", "lag_end", "offset_stall_s",
+    "pagecache_put_p99_ms",
 ]
 
 
@@ -67,9 +88,12 @@ class Expectation(BaseModel):
                                                                    "phase start (run start without phase)")
     before_s: float | None = Field(default=None, gt=0, description="rows started before this many seconds")
     fault: str | None = Field(default=None, description="fault id (events.jsonl fault_id) for fault metrics")
+    group: str | None = Field(default=None, description="consumer group (scenario consumers:) for consumer metrics")
+    node: str | None = Field(default=None, description="broker node (master, slave) for pagecache_put_p99_ms")
     metric: Metric
-    basis: Literal["intended", "actual"] = Field(default="intended", description="latency from the intended "
-                                                                                 "start (open model) or actual")
+    basis: Literal["intended", "actual", "born", "stored"] = Field(
+        default="intended", description="send latency from the intended start (open model) or actual; consume "
+                                        "latency (default born) from the message's born or store time")
     min: float | None = None
     max: float | None = None
 
@@ -120,8 +144,18 @@ class Expectation(BaseModel):
         if self.metric == "share" and not any(getattr(self, k) is not None for k in OUTCOME_FILTERS):
             raise ValueError("metric share needs one of keys outcome, response_code, remark_contains "
                              "(the share of those rows among the rows of the other filters)")
-        if "basis" in self.model_fields_set and self.metric not in LATENCY_METRICS:
-            raise ValueError(f"key 'basis' applies only to metrics {', '.join(LATENCY_METRICS)}")
+        if "basis" in self.model_fields_set and self.metric not in LATENCY_METRICS + CONSUME_LATENCY_METRICS:
+            raise ValueError(f"key 'basis' applies only to metrics "
+                             f"{', '.join(LATENCY_METRICS + CONSUME_LATENCY_METRICS)}")
+        if self.metric in CONSUME_LATENCY_METRICS:
+            if "basis" not in self.model_fields_set:
+                object.__setattr__(self, "basis", "born")
+            elif self.basis not in CONSUME_BASES:
+                raise ValueError(f"basis {self.basis!r} does not apply to metric {self.metric}; allowed: "
+                                 f"{', '.join(CONSUME_BASES)}")
+        elif self.metric in LATENCY_METRICS and self.basis not in SEND_BASES:
+            raise ValueError(f"basis {self.basis!r} does not apply to metric {self.metric}; allowed: "
+                             f"{', '.join(SEND_BASES)}")
         if self.after_s is not None and self.before_s is not None and self.before_s <= self.after_s:
             raise ValueError(f"before_s {self.before_s} must be above after_s {self.after_s}")
         return self
@@ -140,7 +174,8 @@ class Expectation(BaseModel):
         if self.name:
             return self.name
         parts = [f"{k}={v}" for k, v in self.filters.items()]
-        metric = self.metric + (f"[{self.basis}]" if self.metric in LATENCY_METRICS else "")
+        latency = self.metric in LATENCY_METRICS + CONSUME_LATENCY_METRICS
+        metric = self.metric + (f"[{self.basis}]" if latency else "")
         bounds = " ".join(f"{k}={v:g}" for k, v in self.limit.items())
         return " ".join([*parts, metric, bounds])
 

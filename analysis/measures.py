@@ -21,7 +21,15 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from analysis import contract as c
-from analysis.expectations import FAULT_METRICS, LATENCY_METRICS, LATENCY_QUANTILE, LOSS_METRICS, Expectation
+from analysis.expectations import (
+    CONSUMER_METRICS,
+    FAULT_METRICS,
+    LATENCY_METRICS,
+    LATENCY_QUANTILE,
+    LOSS_METRICS,
+    PAGECACHE_METRICS,
+    Expectation,
+)
 from analysis.fault_timing import FaultSpec, FaultTiming, fault_timings, first_error_exprs
 from analysis.loss import SLAVE_METRICS, KeyFlags, LossCheck, flags
 from analysis.rundir import RunDir
@@ -171,6 +179,8 @@ def measure(enriched: DataFrame, kf: KeyFlags | None, runs: Sequence[RunDir], t0
     for r_i, run in enumerate(runs):
         for i, e in enumerate(run.expectations):
             key = (run.run_id, i)
+            if e.metric in CONSUMER_METRICS + PAGECACHE_METRICS:
+                continue  # analysis.consume_measures
             if e.metric in LOSS_METRICS and not e.filters:
                 out[key] = _loss_value(e, run, loss[run.run_id])
             elif e.metric in FAULT_METRICS:

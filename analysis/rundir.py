@@ -4,6 +4,8 @@ Pure Python, run before Spark starts, so bad input fails fast with a one-line `R
 What an interrupted run leaves behind is accepted and noted in `warnings`: a half-written last line of
 `events.jsonl`, a part file without a valid Parquet footer (skipped), no `readback/`, no `report/`.
 `readback/queues.json` (read-back coverage) is optional: without it every queue counts as read completely.
+Consumer parts (`consumes/`, `metrics/lag/`) and the brokers' store.log `[PAGECACHERT]` lines are optional too:
+a run without them (every run before issue 12) is analyzed as before, its consumer metrics unknown.
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from analysis.boundedyaml import YamlLimit, read_capped, safe_load_bounded
 from analysis.coverage import Coverage, describe_unread
 from analysis.errors import RunDirError
 from analysis.expectations import Expectation, parse_expectations
+from analysis.pagecache import NodeLog, read_run_logs
 from analysis.timeline import Timeline, build_timeline
 
 
@@ -44,10 +47,16 @@ class RunDir:
     phases: list[PhaseSpec]
     cluster: dict[str, Any] | None
     timeline: Timeline
-    parts: dict[str, list[Path]]  # "requests" | "metrics" | "readback" -> valid part files
+    parts: dict[str, list[Path]]  # "requests" | "metrics" | "readback" | "consumes" | "lag" -> valid part files
     skipped: dict[str, list[str]] = field(default_factory=dict)  # same keys -> "file: reason"
     warnings: list[str] = field(default_factory=list)
     coverage: Coverage = field(default_factory=Coverage)  # readback/queues.json (absent: every queue read)
+    pagecache: list[NodeLog] = field(default_factory=list)  # [PAGECACHERT] lines of each node's store.log
+    consumer_groups: list[str] = field(default_factory=list)  # scenario consumers: group names (may be empty)
+
+    @property
+    def has_consumes(self) -> bool:
+        return bool(self.parts.get(c.CONSUMES_DIR))
 
     @property
     def path(self) -> Path:
@@ -75,8 +84,11 @@ TIMELINE_EVENTS = (c.EVENT_RUN_START, c.EVENT_RUN_END, c.EVENT_LOAD_START, c.EVE
 """Events `analysis.timeline` folds; their keys are type-checked, other events pass as they are."""
 EVENT_STRINGS = ("event", "run_id", "phase", "fault_id", "kind", "target", "action", "status")
 EVENT_NUMBERS = ("wall_ns", "duration_s", "rate", "index", "rows")
+LAG_PARTS = f"{c.METRICS_DIR}/{c.CONSUMER_LAG_DIR}"
+"""The key of the consumer lag parts in `RunDir.parts` (its directory relative to the run directory)."""
 
-SCHEMAS = {c.REQUESTS_DIR: c.REQUEST_SCHEMA, c.METRICS_DIR: c.METRICS_SCHEMA, c.READBACK_DIR: c.READBACK_SCHEMA}
+SCHEMAS = {c.REQUESTS_DIR: c.REQUEST_SCHEMA, c.METRICS_DIR: c.METRICS_SCHEMA, c.READBACK_DIR: c.READBACK_SCHEMA,
+           c.CONSUMES_DIR: c.CONSUME_SCHEMA, LAG_PARTS: c.CONSUMER_LAG_SCHEMA}
 
 
 def open_run_dir(path: str | Path) -> RunDir:
@@ -113,10 +125,27 @@ def open_run_dir(path: str | Path) -> RunDir:
     elif timeline.readback_started and not timeline.readback_ended:
         warnings.append("events.jsonl: readback_start without readback_end: the loss check is unknown")
     coverage = _read_coverage(layout, warnings)
+    pagecache = read_run_logs(root / "logs")
+    for log in pagecache:
+        if log.skipped:
+            warnings.append(f"{log.path}: {log.skipped} [PAGECACHERT] line(s) not in 4.9.1's format: skipped")
+        if log.truncated:
+            warnings.append(f"{log.path}: larger than the cap: only its tail was read")
     return RunDir(layout=layout, run_id=run_id, scenario_name=str(scenario.get("name") or run_id),
                   scenario_text=text, expectations=expectations, phases=phases,
                   cluster=_read_cluster(layout, warnings), timeline=timeline, parts=parts, skipped=skipped,
-                  warnings=warnings, coverage=coverage)
+                  warnings=warnings, coverage=coverage, pagecache=pagecache,
+                  consumer_groups=_consumer_groups(scenario))
+
+
+def _consumer_groups(scenario: dict[str, Any]) -> list[str]:
+    """Group names of the scenario's `consumers: {groups: [{name: ...}]}`; anything else gives none (the harness
+    validated it; the groups seen in consumes/ count anyway)."""
+    raw = scenario.get("consumers")
+    groups = raw.get("groups") if isinstance(raw, dict) else None
+    if not isinstance(groups, list):
+        return []
+    return [g["name"] for g in groups if isinstance(g, dict) and isinstance(g.get("name"), str)]
 
 
 def _read_coverage(layout: c.RunLayout, warnings: list[str]) -> Coverage:

@@ -1,0 +1,196 @@
+"""The consumer side of a run in Spark: deliveries, end-to-end latency, consumer-visible loss, duplicates, per-queue
+order and lag (architecture §5 consume and lag rows). Runs without `consumes/` and `metrics/lag/` cost nothing:
+`consume_results` runs no Spark job for them.
+
+"Consumed" is `delivered_ns`: the moment the listener was called with the message. End-to-end latency of a
+delivery in whole microseconds: `born` = delivered_ns - born_ms (the producer's clock), `stored` = delivered_ns -
+store_ms (the broker's). A delivery (and a lag sample) belongs to the phase whose window [phase_start, phase_end)
+holds its delivered_ns (ts_ns), not to the phase its message was sent in.
+
+Spark jobs when a run has consumes: per second (one aggregation), per group and phase with exact nearest-rank
+percentiles (one aggregation, one window), loss and duplicates (one join and aggregation), per-queue order (one
+window), lag per group per second (one aggregation). Everything collected is small: seconds x groups rows.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+from analysis import contract as c
+from analysis.frames import NS_PER_S, read_parts, second_of, with_t0
+from analysis.rundir import LAG_PARTS, RunDir
+
+BASES = ("born", "stored")
+QUANTILES = (("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("p999", 0.999))
+SAMPLE_KEYS = 10
+LEVELS = {"group_phase": (True, True), "group": (True, False), "phase": (False, True), "all": (False, False)}
+"""Which keys a per-phase row keeps: every (group, phase), each group over the run, each phase over all groups,
+the whole run. A key not kept is null in the row."""
+PERCENTILE_ACCURACY = 10_000
+SUCCESS = "CONSUME_SUCCESS"
+RETRY_PREFIX = "%RETRY%"
+
+
+@dataclass
+class ConsumeResults:
+    """What the consumer side of all runs came to (small tables, split per run by `run_id`)."""
+
+    per_second: pa.Table  # run_id, group, sec, deliveries, successes, from_slave, born_p50/p99, stored_p50/p99
+    per_phase: pa.Table  # run_id, level, group, phase, basis, deliveries, successes, from_slave, p50..p999, max (ms)
+    loss: dict[tuple[str, str], dict[str, Any]]  # (run, group) -> acknowledged, lost, lost_keys, duplicated, ...
+    reordered: dict[tuple[str, str], int]
+    lag: pa.Table  # run_id, group, sec, ts_ns, phase, lag, committed
+    loss_runs: set[str] = field(default_factory=set)  # runs whose loss was computed
+
+
+def _phase_of(ts: Column, runs: Sequence[RunDir]) -> Column:
+    """The phase whose [start, end) holds `ts` (a phase without an end is open), null outside every phase."""
+    expr = None
+    for run in runs:
+        for p in run.timeline.phases:
+            cond = (F.col("run_id") == F.lit(run.run_id)) & (ts >= F.lit(p.start_ns))
+            if p.end_ns is not None:
+                cond = cond & (ts < F.lit(p.end_ns))
+            expr = F.when(cond, F.lit(p.name)) if expr is None else expr.when(cond, F.lit(p.name))
+    return F.lit(None).cast("string") if expr is None else expr.otherwise(F.lit(None).cast("string"))
+
+
+def enrich_consumes(consumes: DataFrame, runs: Sequence[RunDir], t0: dict[str, int]) -> DataFrame:
+    """Consume rows with `phase`, `sec`, `born_us`, `stored_us`, `ok`, `slave`, `restart` (worker `.r<n>`)."""
+    delivered = F.col("delivered_ns")
+    return (with_t0(consumes, t0).select(
+        "run_id", "worker", "group", "key", "broker", "broker_id", "pulled_topic", "queue_id", "queue_offset",
+        "delivered_ns", "result", "reconsume_times",
+        _phase_of(delivered, runs).alias("phase"),
+        second_of(delivered, F.col("t0_ns")).alias("sec"),
+        (F.floor(delivered / F.lit(1000)) - F.col("born_ms") * F.lit(1000)).cast("long").alias("born_us"),
+        (F.floor(delivered / F.lit(1000)) - F.col("store_ms") * F.lit(1000)).cast("long").alias("stored_us"),
+        (F.col("result") == F.lit(SUCCESS)).cast("long").alias("ok"),
+        F.coalesce((F.col("broker_id") == F.lit(1)).cast("long"), F.lit(0)).alias("slave"),
+        F.coalesce(F.col("worker").rlike(r"\.r[0-9]+$").cast("long"), F.lit(0)).alias("restart")))
+
+
+def per_second(ce: DataFrame) -> DataFrame:
+    """Deliveries per group per second (by delivered_ns) with approximate p50/p99 of both bases (ms)."""
+    pct = [(F.percentile_approx(f"{b}_us", [0.5, 0.99], PERCENTILE_ACCURACY)).alias(f"{b}_q") for b in BASES]
+    agg = ce.groupBy("run_id", "group", "sec").agg(
+        F.count(F.lit(1)).alias("deliveries"), F.sum("ok").alias("successes"), F.sum("slave").alias("from_slave"),
+        *pct)
+    return agg.select("run_id", "group", "sec", "deliveries", "successes", "from_slave",
+                      *[(F.col(f"{b}_q")[i] / F.lit(1000.0)).alias(f"{b}_{q}") for b in BASES
+                        for i, q in enumerate(("p50", "p99"))])
+
+
+def per_phase(ce: DataFrame) -> DataFrame:
+    """Rows per (run, level, group, phase, basis): deliveries, successes, from_slave and exact nearest-rank
+    percentiles (ms, of whole microseconds) and max; levels as LEVELS."""
+    both = ce.select("run_id", "group", "phase", "ok", "slave", F.explode(F.array(*[
+        F.struct(F.lit(b).alias("basis"), F.col(f"{b}_us").alias("us")) for b in BASES])).alias("x"))
+    counts = both.groupBy("run_id", "group", "phase", "x.basis", "x.us").agg(
+        F.count(F.lit(1)).alias("c"), F.sum("ok").alias("ok"), F.sum("slave").alias("slave"))
+    parts = []
+    for level, (keep_g, keep_p) in LEVELS.items():
+        g = F.col("group") if keep_g else F.lit(None).cast("string")
+        p = F.col("phase") if keep_p else F.lit(None).cast("string")
+        parts.append(counts.groupBy("run_id", g.alias("group"), p.alias("phase"), "basis", "us").agg(
+            F.sum("c").alias("c"), F.sum("ok").alias("ok"), F.sum("slave").alias("slave")).withColumn(
+            "level", F.lit(level)))
+    allc = parts[0]
+    for p in parts[1:]:
+        allc = allc.unionByName(p)
+    keys = ["run_id", "level", "group", "phase", "basis"]
+    ranked_c = F.when(F.col("us").isNull(), F.lit(0)).otherwise(F.col("c"))
+    upto = Window.partitionBy(*keys).orderBy(F.col("us").asc_nulls_first()).rowsBetween(
+        Window.unboundedPreceding, Window.currentRow)
+    ranked = allc.withColumn("rc", ranked_c).withColumn("cum", F.sum("rc").over(upto)).withColumn(
+        "n", F.sum("rc").over(Window.partitionBy(*keys)))
+    return ranked.groupBy(*keys).agg(
+        F.sum("c").alias("deliveries"), F.sum("ok").alias("successes"), F.sum("slave").alias("from_slave"),
+        *[(F.min(F.when((F.col("n") > 0) & (F.col("cum") >= F.ceil(F.col("n") * F.lit(q))), F.col("us")))
+           / F.lit(1000.0)).alias(name) for name, q in QUANTILES],
+        (F.max("us") / F.lit(1000.0)).alias("max"))
+
+
+def loss_and_duplicates(ce: DataFrame, enriched: DataFrame, groups: dict[str, list[str]]) -> DataFrame:
+    """Per (run, group): acknowledged sends (ok class) never delivered with CONSUME_SUCCESS (`lost`, 10 smallest
+    keys), successful deliveries beyond the first per key (`duplicated`) and those made by a restarted consumer
+    process (`duplicated_after_restart`). `groups`: run -> the groups to judge (scenario groups and groups seen)."""
+    spark = ce.sparkSession
+    pairs = spark.createDataFrame([(r, g) for r, gs in groups.items() for g in gs], "run_id string, group string")
+    acked = (enriched.where((F.col("cls") == F.lit(c.OK)) & F.col("key").isNotNull())
+             .where(F.col("run_id").isin(list(groups))).select("run_id", "key").distinct()
+             .join(F.broadcast(pairs), "run_id").withColumn("acked", F.lit(1)))
+    succ = (ce.where((F.col("ok") == 1) & F.col("key").isNotNull()).where(F.col("run_id").isin(list(groups)))
+            .groupBy("run_id", "group", "key").agg(
+                F.count(F.lit(1)).alias("n"), F.sum("restart").alias("nr"),
+                F.min_by("restart", "delivered_ns").alias("first_r")))
+    j = acked.join(succ, ["run_id", "group", "key"], "full_outer")
+    lost = F.col("acked").isNotNull() & F.col("n").isNull()
+    return j.groupBy("run_id", "group").agg(
+        F.sum(F.coalesce(F.col("acked"), F.lit(0))).alias("acknowledged"),
+        F.sum(lost.cast("long")).alias("lost"),
+        F.slice(F.array_sort(F.collect_list(F.when(lost, F.col("key")))), 1, SAMPLE_KEYS).alias("lost_keys"),
+        F.sum(F.coalesce(F.col("n") - 1, F.lit(0))).alias("duplicated"),
+        F.sum(F.coalesce(F.col("nr") - F.col("first_r"), F.lit(0))).alias("duplicated_after_restart"),
+        F.sum((F.col("n").isNotNull() & F.col("acked").isNull()).cast("long")).alias("unacknowledged_consumed"))
+
+
+def reordered(ce: DataFrame) -> DataFrame:
+    """Per (run, group): first deliveries (not a redelivery) whose queue offset is below one the same consumer
+    process was delivered earlier from the same queue."""
+    first = ce.where(F.coalesce(F.col("reconsume_times"), F.lit(0)) == 0).where(
+        ~F.coalesce(F.col("pulled_topic"), F.lit("")).startswith(RETRY_PREFIX)).where(
+        F.col("queue_offset").isNotNull())
+    w = Window.partitionBy("run_id", "group", "worker", "broker", "queue_id").orderBy(
+        "delivered_ns", "queue_offset").rowsBetween(Window.unboundedPreceding, -1)
+    flagged = first.withColumn("before", F.max("queue_offset").over(w))
+    return flagged.groupBy("run_id", "group").agg(
+        F.sum((F.col("queue_offset") < F.col("before")).cast("long")).alias("reordered"))
+
+
+def lag_per_second(lag: DataFrame, runs: Sequence[RunDir], t0: dict[str, int]) -> DataFrame:
+    """Per (run, group, second): the lag summed over queues (the last sample of each queue in that second) and
+    the committed offsets summed likewise, with the second's last sample time and its phase."""
+    rows = with_t0(lag, t0).withColumn("sec", second_of(F.col("ts_ns"), F.col("t0_ns")))
+    per_queue = rows.groupBy("run_id", "group", "sec", "topic", "broker", "queue_id").agg(
+        F.max_by("lag", "ts_ns").alias("lag"), F.max_by("consumer_offset", "ts_ns").alias("committed"),
+        F.max("ts_ns").alias("ts_ns"))
+    per_group = per_queue.groupBy("run_id", "group", "sec").agg(
+        F.sum("lag").alias("lag"), F.sum("committed").alias("committed"), F.max("ts_ns").alias("ts_ns"))
+    return per_group.withColumn("phase", _phase_of(F.col("ts_ns"), runs))
+
+
+def consume_results(spark: SparkSession, runs: Sequence[RunDir], t0: dict[str, int],
+                    enriched: DataFrame) -> ConsumeResults:
+    """Every consumer aggregate of the runs that have consume or lag parts (no Spark job for the others)."""
+    with_c = [r for r in runs if r.parts.get(c.CONSUMES_DIR) and r.run_id in t0]
+    with_lag = [r for r in runs if r.parts.get(LAG_PARTS) and r.run_id in t0]
+    empty = ConsumeResults(pa.table({}), pa.table({}), {}, {}, pa.table({}))
+    if with_c:
+        consumes = read_parts(spark, [p for r in with_c for p in r.parts[c.CONSUMES_DIR]], c.CONSUME_SCHEMA)
+        ce = enrich_consumes(consumes, with_c, {r.run_id: t0[r.run_id] for r in with_c})
+        empty.per_second = per_second(ce).toArrow()
+        empty.per_phase = per_phase(ce).toArrow()
+        seen: dict[str, list[str]] = {}
+        for row in empty.per_phase.select(["run_id", "level", "group"]).to_pylist():
+            if row["level"] == "group" and row["group"] is not None:
+                seen.setdefault(row["run_id"], []).append(row["group"])
+        judged = {r.run_id: sorted(set(r.consumer_groups) | set(seen.get(r.run_id, []))) for r in with_c}
+        judged = {k: v for k, v in judged.items() if v}
+        if judged:
+            for row in loss_and_duplicates(ce, enriched, judged).collect():
+                empty.loss[(row["run_id"], row["group"])] = row.asDict()
+            empty.loss_runs = set(judged)
+        empty.reordered = {(r["run_id"], r["group"]): int(r["reordered"] or 0) for r in reordered(ce).collect()}
+    if with_lag:
+        lag = read_parts(spark, [p for r in with_lag for p in r.parts[LAG_PARTS]], c.CONSUMER_LAG_SCHEMA)
+        empty.lag = lag_per_second(lag, with_lag, {r.run_id: t0[r.run_id] for r in with_lag}).toArrow()
+    return empty
+
+
+__all__ = ["ConsumeResults", "consume_results", "NS_PER_S"]
