@@ -1,5 +1,5 @@
 """The RocketMQ remoting protocol in pure Python: frame codec, connections, name-server and admin calls,
-a producer with the Java client's send semantics, and a pull consumer. Depends on nothing else of ours and on
+a producer with the Java client's send semantics, a pull consumer and a push consumer. Depends on nothing else of ours and on
 nothing outside the standard library. The public names below are importable from `remoting` directly (loaded on
 first use, so `import remoting.codec` stays light for the emulator)."""
 from __future__ import annotations
@@ -18,6 +18,9 @@ _EXPORTS = {
     "RemotingConnectException": "errors", "RemotingSendRequestException": "errors",
     "RemotingTimeoutException": "errors", "RemotingTooMuchRequestException": "errors",
     "MQClientException": "errors", "MQBrokerException": "errors",
+    "PushConsumer": "push_consumer", "ConsumeContext": "push_consumer", "ConsumerStats": "push_consumer",
+    "QueueStats": "push_consumer", "ProcessQueue": "process_queue", "RemoteBrokerOffsetStore": "offset_store",
+    "allocate_averagely": "rebalance",
 }
 __all__ = sorted(_EXPORTS)
 

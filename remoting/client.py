@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from remoting.command import RemotingCommand
-from remoting.connection import Connection
+from remoting.connection import Connection, RequestHandler
 from remoting.errors import (
     RemotingConnectException,
     RemotingSendRequestException,
@@ -68,6 +68,13 @@ class RemotingClient:
         self._namesrv_chosen: str | None = None
         self._namesrv_index = 0
         self._namesrv_lock = threading.Lock()
+        self._processors: dict[int, RequestHandler] = {}
+
+    def register_processor(self, request_code: int, handler: RequestHandler) -> None:
+        """`registerProcessor`: answer requests with this code that a server sends on any of this client's
+        connections (present and future) with `handler(connection, request) -> response | None`, run on the
+        connection's reader thread."""
+        self._processors[int(request_code)] = handler
 
     # -- calls --------------------------------------------------------------------------------------------------
 
@@ -155,7 +162,8 @@ class RemotingClient:
             if conn is not None and conn.active:
                 return conn
             if conn is None or conn.connected.is_set():
-                conn = Connection(addr, fail_inflight_on_eof=self.rules.fail_inflight_on_eof)
+                conn = Connection(addr, fail_inflight_on_eof=self.rules.fail_inflight_on_eof,
+                                  request_handlers=self._processors)
                 self._table[addr] = conn
                 mine = True
         finally:

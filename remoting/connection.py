@@ -27,6 +27,8 @@ from remoting.codes import RPC_TYPE_RESPONSE, ResponseCode
 from remoting.command import RemotingCommand
 from remoting.errors import RemotingCommandException, RemotingSendRequestException, RemotingTimeoutException
 
+RequestHandler = Callable[["Connection", RemotingCommand], "RemotingCommand | None"]
+"""A processor of server-initiated requests: (connection, request) -> response or None."""
 RECV_BYTES = 256 * 1024
 WRITE_STALL_TIMEOUT_S = 3.0
 """A single frame write that makes no headway for this long (peer not reading, buffers full) fails the connection;
@@ -83,9 +85,13 @@ class ResponseFuture:
 class Connection:
     """A client connection. `connect()` opens it; `invoke(request, timeout_ms)` sends and waits."""
 
-    def __init__(self, addr: str, *, fail_inflight_on_eof: bool = False) -> None:
+    def __init__(self, addr: str, *, fail_inflight_on_eof: bool = False,
+                 request_handlers: dict[int, RequestHandler] | None = None) -> None:
         self.addr = addr
         self.fail_inflight_on_eof = fail_inflight_on_eof
+        self.request_handlers = request_handlers
+        """Processors of requests the server sends on this connection, by request code (Java's
+        `NettyRemotingClient.registerProcessor`); None or a missing code: answered REQUEST_CODE_NOT_SUPPORTED."""
         self.sock: socket.socket | None = None
         self.active = False
         self.closed = False
@@ -294,6 +300,8 @@ class Connection:
                             future.complete(None, send_ok=False, at=self.closing_deadline)
                         else:
                             future.complete(cmd)
+                elif self.request_handlers is not None and cmd.code in self.request_handlers:
+                    self._process_request(self.request_handlers[cmd.code], cmd)
                 elif not cmd.is_oneway:
                     self._answer_unsupported(cmd)
 
@@ -303,6 +311,23 @@ class Connection:
             return
         with self._close_lock:
             self.active = False  # channel inactive: no longer handed out; requests in flight wait out their time
+
+    def _process_request(self, handler: RequestHandler, request: RemotingCommand) -> None:
+        """Run a registered processor on the reader thread (it must be quick: hand long work to another thread) and
+        write its response unless the request was one-way or it returned None; a processor that raises is answered
+        SYSTEM_ERROR, as `processRequestCommand` does."""
+        try:
+            response = handler(self, request)
+        except Exception as e:  # noqa: BLE001 - a processor's failure must not end the reader
+            response = RemotingCommand(code=ResponseCode.SYSTEM_ERROR, remark=f"{type(e).__name__}: {e}")
+        if response is None or request.is_oneway:
+            return
+        response.opaque = request.opaque
+        response.flag |= RPC_TYPE_RESPONSE
+        try:
+            self._write(codec.encode(response), time.monotonic() + WRITE_STALL_TIMEOUT_S, None)
+        except RemotingSendRequestException:
+            pass
 
     def _answer_unsupported(self, request: RemotingCommand) -> None:
         """A request from the server this client has no processor for (NettyRemotingAbstract.processRequestCommand)."""
