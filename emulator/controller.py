@@ -1,24 +1,33 @@
 """`BrokerController`: builds one broker from its configuration (store, thread pools, processors, fast failure,
-name-server registration every `registerNameServerPeriod` and at start-up, a slave's topic sync from its master),
-starts it and stops it."""
+name-server registration every `registerNameServerPeriod` and at start-up, a slave's SlaveSynchronize from its
+master every 10 s: topic configs, consumer offsets, delay offsets, subscription groups), the consumer side (consumer
+manager with its 10 s channel scan, subscription groups, consumer offsets persisted every
+`flushConsumerOffsetInterval` and at shutdown, long polling's hold service, the schedule service), starts it and
+stops it."""
 from __future__ import annotations
 
 import threading
 import zlib
 
 from emulator.config.broker_config import BrokerConfig, bind_address
+from emulator.consumer_manager import SCAN_PERIOD_S, ConsumerManager
+from emulator.consumer_offsets import ConsumerOffsetManager
 from emulator.executor import BoundedExecutor
 from emulator.fast_failure import BrokerFastFailure
 from emulator.jvm_memory import JvmMemory
 from emulator.logs import broker_log
 from emulator.outbound import OutboundClient
 from emulator.processors.admin import AdminProcessor
+from emulator.processors.consumer_manage import ConsumerManageProcessor
 from emulator.processors.context import BrokerContext
 from emulator.processors.pull import PullMessageProcessor
 from emulator.processors.send import SendMessageProcessor
+from emulator.pull_hold import PullRequestHoldService
+from emulator.pull_stats import GroupGetStats
 from emulator.safepoint import VMThread
 from emulator.server import RemotingServer
 from emulator.store.message_store import MessageStore
+from emulator.subscription_groups import SubscriptionGroupManager
 from emulator.topics import TopicConfigManager
 from emulator.version import VersionProfile
 from remoting import fastjson
@@ -30,6 +39,9 @@ REGISTER_TIMEOUT_S = 6.0
 SLAVE_SYNC_INITIAL_S = 3.0
 SLAVE_SYNC_PERIOD_S = 10.0
 SEND_CODES = (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2)
+CLIENT_CODES = (RequestCode.HEART_BEAT, RequestCode.UNREGISTER_CLIENT)
+CONSUMER_MANAGE_CODES = (RequestCode.GET_CONSUMER_LIST_BY_GROUP, RequestCode.QUERY_CONSUMER_OFFSET,
+                         RequestCode.UPDATE_CONSUMER_OFFSET)
 
 
 class BrokerController:
@@ -44,6 +56,14 @@ class BrokerController:
         self.ctx = BrokerContext(config, profile, self.store, self.topics, self.memory, self.broker_addr)
         self.ctx.register_request = threading.Event()
         self.ctx.register_now = self.register_all
+        self.ctx.consumers = ConsumerManager(lambda: config.get_bool("notifyConsumerIdsChangedEnable"))
+        self.ctx.groups = SubscriptionGroupManager(config)
+        self.ctx.offsets = ConsumerOffsetManager(config.get("storePathRootDir") or "")
+        self.ctx.pull_stats = GroupGetStats()
+        self.pull_processor = PullMessageProcessor(self.ctx)
+        self.ctx.hold = PullRequestHoldService(
+            lambda: config.get_bool("longPollingEnable"), lambda: config.get_int("shortPollingTimeMills"),
+            self.store.max_offset_in_queue, self.pull_processor.wake_up)
         self.server = RemotingServer(bind_address(), config.get_int("listenPort"), "NettyServerCodecThread",
                                      profile.wire_version)
         self.outbound = OutboundClient(profile.wire_version)
@@ -57,6 +77,8 @@ class BrokerController:
         config = self.config
         self.memory.pre_touch()
         self.topics.load()
+        self.ctx.groups.load()
+        self.ctx.offsets.load()
         self.store.load_and_recover()
         send = BoundedExecutor("SendMessageThread", config.get_int("sendMessageThreadPoolNums"),
                                config.get_int("sendThreadPoolQueueCapacity"))
@@ -65,17 +87,28 @@ class BrokerController:
         admin = BoundedExecutor("AdminBrokerThread", config.get_int("adminBrokerThreadPoolNums"), 10000)
         heartbeat = BoundedExecutor("HeartbeatThread", config.get_int("heartbeatThreadPoolNums"),
                                     config.get_int("heartbeatThreadPoolQueueCapacity"))
-        self.ctx.executors.update(send=send, pull=pull, admin=admin, heartbeat=heartbeat)
+        consumer_manage = BoundedExecutor("ConsumerManageThread", config.get_int("consumerManageThreadPoolNums"),
+                                          config.get_int("consumerManagerThreadPoolQueueCapacity"))
+        self.ctx.executors.update(send=send, pull=pull, admin=admin, heartbeat=heartbeat,
+                                  consumer_manage=consumer_manage)
         send_processor = SendMessageProcessor(self.ctx)
         for code in SEND_CODES:
             self.server.register(code, send_processor, send)
-        self.server.register(RequestCode.PULL_MESSAGE, PullMessageProcessor(self.ctx), pull)
+        self.server.register(RequestCode.PULL_MESSAGE, self.pull_processor, pull)
         admin_processor = AdminProcessor(self.ctx)
         for code in admin_processor.codes:
-            executor = heartbeat if code in (RequestCode.HEART_BEAT, RequestCode.UNREGISTER_CLIENT) else admin
-            self.server.register(code, admin_processor, executor)
-        for ex in (send, pull, admin, heartbeat):
+            self.server.register(code, admin_processor, admin)
+        consumer_processor = ConsumerManageProcessor(self.ctx)
+        for code in consumer_processor.codes:
+            executor = heartbeat if code in CLIENT_CODES else consumer_manage if code in CONSUMER_MANAGE_CODES \
+                else admin
+            self.server.register(code, consumer_processor, executor)
+        self.server.on_close.append(self.ctx.consumers.channel_closed)
+        for ex in (send, pull, admin, heartbeat, consumer_manage):
             ex.start()
+        if not config.is_slave and config.get_bool("longPollingEnable"):
+            self.store.message_arriving = self.ctx.hold.notify_message_arriving
+        self.ctx.hold.start()
         self.store.start()
         self.server.start()
         self.fast_failure = BrokerFastFailure(config, self.store, {
@@ -85,6 +118,9 @@ class BrokerController:
         self.vm_thread.start()
         self.register_all()
         threading.Thread(target=self._register_loop, name="BrokerControllerScheduledThread", daemon=True).start()
+        threading.Thread(target=self._persist_offsets_loop, name="ConsumerOffsetPersist", daemon=True).start()
+        threading.Thread(target=self._housekeeping_loop, name="ClientHousekeepingScheduledThread",
+                         daemon=True).start()
         if config.is_slave:
             threading.Thread(target=self._slave_sync_loop, name="SlaveSynchronize", daemon=True).start()
 
@@ -94,7 +130,9 @@ class BrokerController:
         if self.fast_failure is not None:
             self.fast_failure.shutdown()
         self.server.shutdown()
+        self.ctx.hold.shutdown()
         self._unregister_all()
+        self.ctx.offsets.persist()
         self.store.shutdown()
         self.outbound.close()
 
@@ -151,16 +189,46 @@ class BrokerController:
             self.register_all()
             wait = max(10000, min(self.config.get_int("registerNameServerPeriod"), 60000)) / 1000.0
 
+    def _persist_offsets_loop(self) -> None:
+        """`ConsumerOffsetManager.persist` every `flushConsumerOffsetInterval` (10 s initial delay, as 4.9.1)."""
+        if self._stopped.wait(10.0):
+            return
+        while not self._stopped.is_set():
+            self.ctx.offsets.persist()
+            if self._stopped.wait(self.config.get_int("flushConsumerOffsetInterval") / 1000.0):
+                return
+
+    def _housekeeping_loop(self) -> None:
+        """`ClientHousekeepingService`: consumer channels without a heartbeat for 120 s, every 10 s."""
+        while not self._stopped.wait(SCAN_PERIOD_S):
+            self.ctx.consumers.scan_not_active()
+
     def _slave_sync_loop(self) -> None:
         if self._stopped.wait(SLAVE_SYNC_INITIAL_S):
             return
         while not self._stopped.is_set():
             if self.master_addr:
-                try:
-                    response = self.outbound.invoke(self.master_addr, make_request(RequestCode.GET_ALL_TOPIC_CONFIG),
-                                                    3.0)
-                    if response.code == 0 and response.body:
-                        self.topics.replace_all(fastjson.loads(response.body))
-                except (OSError, ValueError) as e:
-                    broker_log.warning("SlaveSynchronize syncTopicConfig Exception, %s %s", self.master_addr, e)
+                self.slave_synchronize(self.master_addr)
             self._stopped.wait(SLAVE_SYNC_PERIOD_S)
+
+    def slave_synchronize(self, master: str) -> None:
+        """`SlaveSynchronize.syncAll`: topic configs, consumer offsets, delay offsets, subscription groups."""
+        steps = (
+            ("syncTopicConfig", RequestCode.GET_ALL_TOPIC_CONFIG, lambda body: self.topics.replace_all(fastjson.loads(body))),
+            ("syncConsumerOffset", RequestCode.GET_ALL_CONSUMER_OFFSET, self.ctx.offsets.replace_all),
+            ("syncDelayOffset", RequestCode.GET_ALL_DELAY_OFFSET, self._sync_delay_offsets),
+            ("syncSubscriptionGroupConfig", RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
+             lambda body: self.ctx.groups.replace_all(fastjson.loads(body))),
+        )
+        for name, code, apply in steps:
+            try:
+                response = self.outbound.invoke(master, make_request(code), 3.0)
+                if response.code == 0 and response.body:
+                    apply(response.body)
+            except (OSError, ValueError) as e:
+                broker_log.warning("SlaveSynchronize %s Exception, %s %s", name, master, e)
+
+    def _sync_delay_offsets(self, body: bytes) -> None:
+        schedule = self.ctx.schedule
+        if schedule is not None:
+            schedule.sync_from_master(body.decode("utf-8"))

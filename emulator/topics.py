@@ -108,6 +108,19 @@ class TopicConfigManager:
         self.persist()
         return conf
 
+    def create_in_send_back(self, topic: str, queue_nums: int, perm: int, sys_flag: int) -> tuple[dict, bool]:
+        """`createTopicInSendMessageBackMethod` (a group's `%RETRY%`/`%DLQ%` topic): (config, created now)."""
+        with self._lock:
+            existing = self.table.get(topic)
+            if existing is not None:
+                return existing, False
+            conf = topic_config(topic, queue_nums, queue_nums, perm, sys_flag)
+            self.table[topic] = conf
+            self.data_version.next_version()
+            broker_log.info("create new topic %s", conf)
+        self.persist()
+        return conf, True
+
     def wrapper(self) -> dict:
         return {"dataVersion": self.data_version.to_dict(), "topicConfigTable": dict(self.table)}
 

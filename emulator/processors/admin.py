@@ -1,5 +1,6 @@
-"""`AdminBrokerProcessor` and the client/consumer-manage codes a producer, a pull consumer, mqadmin and a slave use:
-topic create and listing, broker config get/update (live, file rewritten), runtime info, queue offsets, heartbeats."""
+"""`AdminBrokerProcessor`'s codes a producer, a pull consumer, mqadmin and a slave use: topic create and listing,
+broker config get/update (live, file rewritten), runtime info, queue offsets. The consumer and client codes
+(heartbeats, offsets, consume stats, what a slave syncs of them) are `consumer_manage.ConsumerManageProcessor`'s."""
 from __future__ import annotations
 
 import json
@@ -29,14 +30,6 @@ class AdminProcessor(Processor):
             RequestCode.GET_BROKER_RUNTIME_INFO: self._runtime_info,
             RequestCode.GET_MAX_OFFSET: self._max_offset,
             RequestCode.GET_MIN_OFFSET: self._min_offset,
-            RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: self._all_groups,
-            RequestCode.GET_ALL_CONSUMER_OFFSET: self._empty_wrapper,
-            RequestCode.GET_ALL_DELAY_OFFSET: self._empty_wrapper,
-            RequestCode.HEART_BEAT: self._heartbeat,
-            RequestCode.UNREGISTER_CLIENT: self._unregister,
-            RequestCode.GET_CONSUMER_LIST_BY_GROUP: self._consumer_list,
-            RequestCode.QUERY_CONSUMER_OFFSET: self._query_offset,
-            RequestCode.UPDATE_CONSUMER_OFFSET: self._update_offset,
         }
 
     @property
@@ -96,44 +89,3 @@ class AdminProcessor(Processor):
         ext = request.ext_fields or {}
         offset = self.ctx.store.min_offset_in_queue(ext.get("topic", ""), int(ext.get("queueId", "0")))
         channel.respond(request, ResponseCode.SUCCESS, None, {"offset": str(offset)})
-
-    def _all_groups(self, channel: Channel, request: RemotingCommand) -> None:
-        body = {"dataVersion": self.ctx.topics.data_version.to_dict(), "subscriptionGroupTable": {}}
-        channel.respond(request, ResponseCode.SUCCESS, None, None, fastjson.dumps(body).encode())
-
-    def _empty_wrapper(self, channel: Channel, request: RemotingCommand) -> None:
-        body = {"offsetTable": {}} if request.code == RequestCode.GET_ALL_CONSUMER_OFFSET else {}
-        channel.respond(request, ResponseCode.SUCCESS, None, None, fastjson.dumps(body).encode())
-
-    def _heartbeat(self, channel: Channel, request: RemotingCommand) -> None:
-        try:
-            data = fastjson.loads(request.body) if request.body else {}
-        except ValueError:
-            data = {}
-        client_id = data.get("clientID", channel.remote)
-        for consumer in data.get("consumerDataSet") or []:
-            self.ctx.consumer_groups.setdefault(consumer.get("groupName", ""), set()).add(client_id)
-        channel.respond(request, ResponseCode.SUCCESS)
-
-    def _unregister(self, channel: Channel, request: RemotingCommand) -> None:
-        ext = request.ext_fields or {}
-        group = ext.get("consumerGroup")
-        if group and group in self.ctx.consumer_groups:
-            self.ctx.consumer_groups[group].discard(ext.get("clientID", ""))
-        channel.respond(request, ResponseCode.SUCCESS, None, {})
-
-    def _consumer_list(self, channel: Channel, request: RemotingCommand) -> None:
-        group = (request.ext_fields or {}).get("consumerGroup", "")
-        ids = sorted(self.ctx.consumer_groups.get(group, ()))
-        if not ids:
-            channel.respond(request, ResponseCode.SYSTEM_ERROR, f"no consumer for this group, {group}")
-            return
-        channel.respond(request, ResponseCode.SUCCESS, None, {},
-                        fastjson.dumps({"consumerIdList": ids}).encode())
-
-    def _query_offset(self, channel: Channel, request: RemotingCommand) -> None:
-        channel.respond(request, ResponseCode.QUERY_NOT_FOUND, "Not found, V3_0_6_SNAPSHOT maybe this group "
-                        "consumer boot first")
-
-    def _update_offset(self, channel: Channel, request: RemotingCommand) -> None:
-        channel.respond(request, ResponseCode.SUCCESS)

@@ -1,5 +1,6 @@
 """What the processors share: configuration, version profile, store, topics, the JVM-like memory, the store host
-address, the thread pools (for runtime info) and a way to ask for an early name-server registration."""
+address, the thread pools (for runtime info), a way to ask for an early name-server registration, and the consumer
+side (groups' connections, subscription groups, committed offsets, held pulls, pull statistics)."""
 from __future__ import annotations
 
 import os
@@ -22,7 +23,12 @@ class BrokerContext:
     memory: JvmMemory
     store_host: str
     executors: dict[str, BoundedExecutor] = field(default_factory=dict)
-    consumer_groups: dict[str, set[str]] = field(default_factory=dict)
+    consumers: object = None  # emulator.consumer_manager.ConsumerManager
+    groups: object = None  # emulator.subscription_groups.SubscriptionGroupManager
+    offsets: object = None  # emulator.consumer_offsets.ConsumerOffsetManager
+    hold: object = None  # emulator.pull_hold.PullRequestHoldService
+    pull_stats: object = None  # emulator.pull_stats.GroupGetStats
+    schedule: object = None  # emulator.schedule.ScheduleMessageService
     register_request: object = None
     register_now: object = None
 

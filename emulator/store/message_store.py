@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import struct
 import time
 
 from emulator.config.broker_config import BrokerConfig
@@ -29,6 +30,9 @@ from emulator.version import VersionProfile
 
 BUSY_SANITY_MS = 10_000_000
 PUT_OK = "PUT_OK"
+SYSFLAG_POS = 4 + 4 + 4 + 4 + 4 + 8 + 8
+BORN_HOST_POS = SYSFLAG_POS + 4 + 8
+STORE_TIMESTAMP_END = BORN_HOST_POS + 20 + 8
 
 
 class MessageStore:
@@ -55,6 +59,9 @@ class MessageStore:
         self.commit_service = CommitRealTimeService(queue, config, self.pool.give_back, self.flush_service) \
             if self.pool else None
         self.ha = HAService(self)
+        self.message_arriving = None
+        """`NotifyMessageArrivingListener`: called (topic, queue_id, next queue offset) by the reput service for
+        each dispatched message (set by the controller on a master with `longPollingEnable`)."""
 
     # --- life cycle -------------------------------------------------------------------------------------------
     def load_and_recover(self) -> None:
@@ -174,6 +181,9 @@ class MessageStore:
         cq = self.consume_queue(topic, queue_id)
         if not cq.put(offset, size, tags_code, queue_offset):  # type: ignore[union-attr]
             store_log.error("[BUG]put commit log position info to %s:%d failed", topic, queue_id)
+        listener = self.message_arriving
+        if listener is not None:
+            listener(topic, queue_id, queue_offset + 1)
 
     def max_offset_in_queue(self, topic: str, queue_id: int) -> int:
         cq = self.consume_queue(topic, queue_id, create=False)
@@ -182,6 +192,22 @@ class MessageStore:
     def min_offset_in_queue(self, topic: str, queue_id: int) -> int:
         cq = self.consume_queue(topic, queue_id, create=False)
         return cq.min_offset_in_queue() if cq else 0
+
+    def store_timestamp(self, topic: str, queue_id: int, offset: int) -> int:
+        """`getMessageStoreTimeStamp`: the store time of the message at a queue offset, -1 when not readable."""
+        cq = self.consume_queue(topic, queue_id, create=False)
+        if cq is None:
+            return -1
+        entries = cq.entries(offset, 1)
+        if not entries:
+            return -1
+        phy, size, _tags = entries[0]
+        data = self.commitlog.get_message(phy, size)
+        if data is None or len(data) < STORE_TIMESTAMP_END:
+            return -1
+        sys_flag = struct.unpack_from(">i", data, SYSFLAG_POS)[0]
+        pos = BORN_HOST_POS + (20 if sys_flag & 0x10 else 8)
+        return struct.unpack_from(">q", data, pos)[0]
 
     def get_message(self, topic: str, queue_id: int, offset: int, max_nums: int, max_bytes: int):
         """(status, next_begin, min, max, [message bytes]) as `DefaultMessageStore.getMessage`."""
