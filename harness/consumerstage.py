@@ -4,8 +4,8 @@ before the load, drained after the load, stopped before the read-back (and in th
 - `start()`: a journal entry (`resource:consumers`, undo: end every process carrying its tag) is written first and
   its tag is in the environment of every consumer process (`RMQ_CHAOS_TAG`), so `rmq-chaos cleanup` ends the
   consumers of a crashed runner; then `loads.consumers.ConsumerFleet.start`, then a wait until the master lists
-  each group's consumers (GET_CONSUMER_LIST_BY_GROUP count == consumers) and holds a committed offset of the
-  group for every queue of the topic (QUERY_CONSUMER_OFFSET); event `consumers_start`. The lag collector starts.
+  each group's consumers (GET_CONSUMER_LIST_BY_GROUP count == consumers) and GET_CONSUME_STATS shows an offset
+  of the group committed on the topic (see `_wait_listed`); event `consumers_start`. The lag collector starts.
 - `targets`: each process as a `NodeTarget` (role `consumer`, name `<group>.c<i>`, pids of the live process, a
   control whose start() restarts it through the fleet) and each group as `consumer:<group>` (every process), so
   `kill` / `freeze` / `consumer_stuck` act on consumers.
@@ -57,21 +57,6 @@ def consumer_count(addr: str, group: str, timeout_ms: float = LIST_TIMEOUT_MS) -
     if response is None or response.code != ResponseCode.SUCCESS or not response.body:
         return 0
     return len(json.loads(response.body.decode("utf-8")).get("consumerIdList") or [])
-
-
-def committed_queues(addr: str, group: str, topic: str, queues: int, timeout_ms: float = LIST_TIMEOUT_MS) -> list[int]:
-    """Queue ids of `topic` for which the broker holds a committed offset of `group` (QUERY_CONSUMER_OFFSET answers
-    SUCCESS, not QUERY_NOT_FOUND): the queues some consumer of the group owns and has committed. GET_CONSUME_STATS
-    cannot tell: the 4.9.1 broker lists every queue of a topic once any is committed, with 0 for the others."""
-    from remoting.codes import RequestCode, ResponseCode
-
-    found = []
-    for q in range(queues):
-        response = _ask(addr, RequestCode.QUERY_CONSUMER_OFFSET,
-                        {"consumerGroup": group, "topic": topic, "queueId": str(q)}, timeout_ms)
-        if response is not None and response.code == ResponseCode.SUCCESS:
-            found.append(q)
-    return found
 
 
 class GroupControl:
@@ -185,23 +170,27 @@ class ConsumerStage:
                     control=control, extras={"group": g.name, "control_files": self.control_files(selector)})
 
     def _wait_listed(self) -> dict[str, Any]:
-        """Until the master lists every group's consumers and holds a committed offset of the group for every queue
-        of the topic (the client commits every 5 s: `persistConsumerOffsetInterval`)."""
+        """Until the master lists every group's consumers and holds a committed offset of the group on the topic
+        (the client commits the queues a rebalance gave it every 5 s, `persistConsumerOffsetInterval`). Per queue
+        the 4.9.1 broker cannot tell: QUERY_CONSUMER_OFFSET answers SUCCESS with 0 for a queue never committed
+        whose messages are all in memory, and GET_CONSUME_STATS lists every queue of a topic once one is
+        committed (0 for the others); `queues_owned` is how many queues it lists."""
         t0 = time.monotonic()
         deadline = t0 + READY_TIMEOUT_S
+        fetch = broker_stats_fetch([self.master_addr])
         topic, queues = self.scenario.topic.name, self.scenario.topic.queues
         listed: dict[str, int] = {}
         owned: dict[str, int] = {}
         while True:
             for g in self.section.groups:
                 listed[g.name] = consumer_count(self.master_addr, g.name)
-                owned[g.name] = len(committed_queues(self.master_addr, g.name, topic, queues))
+                owned[g.name] = len({r["queue_id"] for r in fetch(g.name) or [] if r["topic"] == topic})
             ready = all(listed[g.name] == g.consumers and owned[g.name] >= queues for g in self.section.groups)
             if ready:
                 return {"listed": listed, "queues_owned": owned, "ready_s": round(time.monotonic() - t0, 3)}
             if time.monotonic() >= deadline:
                 raise TimeoutError(f"consumers not ready within {READY_TIMEOUT_S:.0f} s: listed by the master "
-                                   f"{listed}, queues with a committed offset {owned} (want {queues} each)")
+                                   f"{listed}, queues in GET_CONSUME_STATS {owned} (want {queues} each)")
             time.sleep(POLL_S)
 
     def drain(self) -> dict[str, Any]:
