@@ -279,6 +279,15 @@ class Producer:
                   "j": "0", "k": "false", "m": "false"}
         if profile.send_broker_name:
             fields["n"] = mq.broker_name
+        if message.topic.startswith("%RETRY%"):  # sendKernelImpl: the retry counts travel in the header
+            reconsume = props.pop("RECONSUME_TIME", None)
+            max_reconsume = props.pop("MAX_RECONSUME_TIMES", None)
+            if reconsume is not None or max_reconsume is not None:
+                fields["i"] = properties_to_string(props)
+                fields["j"] = reconsume if reconsume is not None else "0"
+                if max_reconsume is not None:
+                    fields["l"] = max_reconsume
+                fields = dict(sorted(fields.items()))
         return RemotingCommand(code=RequestCode.SEND_MESSAGE_V2, language=profile.language, version=profile.version,
                                opaque=next_opaque(), ext_fields=fields, body=body,
                                serialize_type=profile.serialize_type)
