@@ -22,9 +22,11 @@ from emulator.processors.consumer_manage import ConsumerManageProcessor
 from emulator.processors.context import BrokerContext
 from emulator.processors.pull import PullMessageProcessor
 from emulator.processors.send import SendMessageProcessor
+from emulator.processors.send_back import ConsumerSendMsgBackProcessor
 from emulator.pull_hold import PullRequestHoldService
 from emulator.pull_stats import GroupGetStats
 from emulator.safepoint import VMThread
+from emulator.schedule import ScheduleMessageService
 from emulator.server import RemotingServer
 from emulator.store.message_store import MessageStore
 from emulator.subscription_groups import SubscriptionGroupManager
@@ -60,6 +62,7 @@ class BrokerController:
         self.ctx.groups = SubscriptionGroupManager(config)
         self.ctx.offsets = ConsumerOffsetManager(config.get("storePathRootDir") or "")
         self.ctx.pull_stats = GroupGetStats()
+        self.ctx.schedule = ScheduleMessageService(self.ctx)
         self.pull_processor = PullMessageProcessor(self.ctx)
         self.ctx.hold = PullRequestHoldService(
             lambda: config.get_bool("longPollingEnable"), lambda: config.get_int("shortPollingTimeMills"),
@@ -79,6 +82,7 @@ class BrokerController:
         self.topics.load()
         self.ctx.groups.load()
         self.ctx.offsets.load()
+        self.ctx.schedule.load()
         self.store.load_and_recover()
         send = BoundedExecutor("SendMessageThread", config.get_int("sendMessageThreadPoolNums"),
                                config.get_int("sendThreadPoolQueueCapacity"))
@@ -94,6 +98,7 @@ class BrokerController:
         send_processor = SendMessageProcessor(self.ctx)
         for code in SEND_CODES:
             self.server.register(code, send_processor, send)
+        self.server.register(RequestCode.CONSUMER_SEND_MSG_BACK, ConsumerSendMsgBackProcessor(self.ctx), send)
         self.server.register(RequestCode.PULL_MESSAGE, self.pull_processor, pull)
         admin_processor = AdminProcessor(self.ctx)
         for code in admin_processor.codes:
@@ -109,6 +114,8 @@ class BrokerController:
         if not config.is_slave and config.get_bool("longPollingEnable"):
             self.store.message_arriving = self.ctx.hold.notify_message_arriving
         self.ctx.hold.start()
+        if not config.is_slave:
+            self.ctx.schedule.start()
         self.store.start()
         self.server.start()
         self.fast_failure = BrokerFastFailure(config, self.store, {
@@ -133,6 +140,9 @@ class BrokerController:
         self.ctx.hold.shutdown()
         self._unregister_all()
         self.ctx.offsets.persist()
+        self.ctx.schedule.shutdown()
+        if not self.config.is_slave:
+            self.ctx.schedule.persist()
         self.store.shutdown()
         self.outbound.close()
 

@@ -1,6 +1,7 @@
 """`SendMessageProcessor`: SEND_MESSAGE / SEND_MESSAGE_V2. It rejects before queueing when page
 cache is busy or the transient store pool is empty (`rejectRequest`), checks the topic (auto-created from TBW102)
-and queue id, stores the message (CLUSTER added, WAIT not stored), and answers when the store's completion ends,
+and queue id, stores the message (CLUSTER added, WAIT not stored; a DELAY level diverts it to
+SCHEDULE_TOPIC_XXXX), and answers when the store's completion ends,
 from whichever thread ends it, with 4.9.1's codes and remarks (`handlePutMessageResult`)."""
 from __future__ import annotations
 
@@ -69,11 +70,14 @@ class SendMessageProcessor(Processor):
         wait = props.get("WAIT", "true") != "false"
         props["CLUSTER"] = self.config.get("brokerClusterName") or "DefaultCluster"
         stored_props = {k: v for k, v in props.items() if k != "WAIT"}
+        store_topic, store_qid = topic, queue_id
+        if "DELAY" in stored_props:
+            store_topic, store_qid = self._delayed(stored_props, topic, queue_id)
         body = request.body
         self.ctx.memory.allocate(body)
         try:
             encoded = bytearray(encode_stored_message(
-                topic=topic, queue_id=queue_id, body=body, properties=stored_props, queue_offset=0,
+                topic=store_topic, queue_id=store_qid, body=body, properties=stored_props, queue_offset=0,
                 commitlog_offset=0, born_timestamp=int(ext.get("bornTimestamp", "0")),
                 born_host=(channel.remote_host, channel.remote_port), store_timestamp=0,
                 store_host=self.ctx.store_host, flag=int(ext.get("flag", "0")), sys_flag=int(ext.get("sysFlag", "0")),
@@ -81,8 +85,23 @@ class SendMessageProcessor(Processor):
         except ValueError:
             channel.respond(request, ResponseCode.MESSAGE_ILLEGAL, ILLEGAL, base)
             return
-        completion = self.store.async_put_message(encoded, topic, queue_id, wait)
+        completion = self.store.async_put_message(encoded, store_topic, store_qid, wait)
         completion.then(lambda value: self._respond(channel, request, base, queue_id, value))
+
+    def _delayed(self, props: dict, topic: str, queue_id: int) -> tuple[str, int]:
+        """`CommitLog.putMessage` of a message with a delay level: stored in SCHEDULE_TOPIC_XXXX queue level - 1, the
+        real topic and queue in REAL_TOPIC / REAL_QID (the schedule service delivers it when its time is up)."""
+        try:
+            level = int(props["DELAY"])
+        except ValueError:
+            return topic, queue_id
+        if level <= 0:
+            return topic, queue_id
+        schedule = getattr(self.ctx, "schedule", None)
+        level = min(level, len(schedule.levels) if schedule is not None else 18)
+        props["DELAY"] = str(level)
+        props["REAL_TOPIC"], props["REAL_QID"] = topic, str(queue_id)
+        return "SCHEDULE_TOPIC_XXXX", level - 1
 
     def _respond(self, channel: Channel, request: RemotingCommand, base: dict, queue_id: int, value) -> None:
         status, result = value
