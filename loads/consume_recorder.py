@@ -31,6 +31,9 @@ JOURNAL_SUBDIR = ("journal", "consumes")
 JOURNAL_IDS_KEY = b"rmq_chaos.journal_ids"
 ABANDONED = "ABANDONED"
 FLUSH_INTERVAL_S = 1.0
+JOURNAL_COMPACT_BYTES = 16 * 1024 * 1024
+"""After a part, a journal larger than this is rewritten with only the rows still in a listener (the others are in
+parts), so it stays small on long runs."""
 
 
 def journal_path(run_dir: str | os.PathLike[str], worker: str) -> Path:
@@ -146,7 +149,22 @@ class ConsumeRecorder:
                 raise
             self.parts.append(path)
             self.rows_written += len(batch)
+            self._compact()
             return path
+
+    def _compact(self) -> None:
+        """Rewrite a large journal with only the rows no part holds yet (those in a listener, and those finished since
+        the last batch, whose `d` line then carries the result)."""
+        with self._lock:
+            if self._fd < 0 or os.fstat(self._fd).st_size < JOURNAL_COMPACT_BYTES:
+                return
+            keep = sorted([*self._open.items(), *self._finished])
+            tmp = self.journal.with_name(f".{self.journal.name}.tmp")
+            tmp.write_text("".join(json.dumps({"d": i, "rows": [row]}, separators=(",", ":")) + "\n"
+                                   for i, row in keep), encoding="utf-8")
+            os.replace(tmp, self.journal)
+            os.close(self._fd)
+            self._fd = os.open(self.journal, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
     def close(self) -> int:
         """Stop the writer, write every row: the finished ones and, as ABANDONED, those still in a listener.
