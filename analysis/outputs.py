@@ -23,6 +23,8 @@ from analysis.pages import render_compare_page, render_run_page
 
 COMPARE_DIR = "report-compare"
 AGGREGATES = ("per_second", "outcomes_per_second", "outcome_counts", "metrics_per_second")
+CONSUME_FILES = ("consume_per_second", "consume_per_phase", "consumer_lag_per_second")
+"""Written only for a run with a consumer side (consumes/, metrics/lag/ or PAGECACHERT lines)."""
 
 
 def _json(path: Path, data: Any) -> None:
@@ -52,7 +54,9 @@ def summary(res: RunResults) -> dict[str, Any]:
         "run_id": res.run.run_id, "scenario": res.run.scenario_name, "run_status": res.run.timeline.status,
         "t0_ns": res.t0_ns, "rows": res.rows, "valid": res.verdict.valid, "phases": res.per_phase,
         "faults": res.faults, "loss": res.loss.to_json(), "warnings": res.warnings,
-        "files": [f"{name}.parquet" for name in AGGREGATES] + ["per_phase.parquet", c.VERDICT_FILE, c.JUNIT_FILE],
+        "files": [f"{name}.parquet" for name in AGGREGATES] + ["per_phase.parquet", c.VERDICT_FILE, c.JUNIT_FILE]
+        + ([f"{name}.parquet" for name in CONSUME_FILES] if res.consume is not None else []),
+        **({"consumers": res.consume.to_json()} if res.consume is not None else {}),
     }
 
 
@@ -62,6 +66,13 @@ def write_run_report(res: RunResults, dest: Path | None = None) -> Path:
         for name in AGGREGATES:
             pq.write_table(getattr(res, name), d / f"{name}.parquet")
         pq.write_table(pa.Table.from_pylist(res.per_phase), d / "per_phase.parquet")
+        if res.consume is not None:
+            rc = res.consume
+            lag = [{"group": g, **{k: p[k] for k in ("sec", "ts_ns", "phase", "lag", "committed")}}
+                   for g, s in sorted(rc.lag.items()) for p in s.points]
+            for name, table in zip(CONSUME_FILES, (rc.per_second, pa.Table.from_pylist(rc.per_phase),
+                                                   pa.Table.from_pylist(lag)), strict=True):
+                pq.write_table(table, d / f"{name}.parquet")
         _json(d / "summary.json", summary(res))
         res.verdict.write(d / c.VERDICT_FILE)
         write_junit(res.verdict, d / c.JUNIT_FILE)

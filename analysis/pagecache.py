@@ -7,9 +7,13 @@ puts since its previous line (the buckets are swapped for fresh ones at each lin
 [<=0ms]:0 [0~10ms]:10054 [10~50ms]:4645 [50~100ms]:340 [100~200ms]:65 [200~500ms]:65 [500ms~1s]:0 [1~2s]:1 \
 [2~3s]:0 [3~4s]:0 [4~5s]:1 [5~10s]:1 [10s~]:5
 
-(the line format copied from a real 4.9.1 store.log; the emulator writes the same). A line's time is read as UTC
-wall time (the brokers of a run log on the run's machine, whose clock is UTC here); a line covers the minute
-before it. Reading is capped like the other hostile-input readers: at most MAX_LOG_BYTES of a file (its tail),
+(the line format copied from a real 4.9.1 store.log; the emulator writes the same). Line times have no zone:
+4.9.1's `conf/logback_broker.xml` writes them in GMT+8 whatever the machine's zone, the emulator (and the Docker
+image seen here) in the machine's. So a file's times are read as UTC and then shifted by its zone offset,
+found by comparing the file's first line (written when the broker started) with the run's `cluster_up` event
+(else `run_start`), rounded to 15 minutes (no shift beyond 14 h or without a reference). A line covers the minute
+before it (the first line: since the broker started), and the puts after a broker's last line (less than a minute
+before it stopped) are in no line. Reading is capped like the other hostile-input readers: at most MAX_LOG_BYTES of a file (its tail),
 lines longer than MAX_LINE_CHARS skipped, anything that is not a whole PAGECACHERT line skipped and counted.
 """
 from __future__ import annotations
@@ -38,6 +42,9 @@ LINE = re.compile(
     r"^(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})(?:[.,]\d+)? +\w+ +\S+ +- +\[PAGECACHERT\] +TotalPut +(\d{1,18}), +"
     r"PutMessageDistributeTime +(.*?)\s*$")
 BUCKET = re.compile(r"\[([^\]\s]{1,16})\]:(\d{1,18})")
+STAMP = re.compile(r"^(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})")
+ZONE_STEP_NS = 15 * 60 * 1_000_000_000
+MAX_ZONE_NS = 14 * 3600 * 1_000_000_000
 
 
 @dataclass
@@ -58,6 +65,29 @@ class NodeLog:
     lines: list[PagecacheLine] = field(default_factory=list)
     skipped: int = 0  # lines mentioning PAGECACHERT that did not parse
     truncated: bool = False  # only the file's last MAX_LOG_BYTES were read
+    first_ts_ns: int | None = None  # the first line's time, read as UTC
+    zone_offset_ns: int = 0  # what the file's times were ahead of UTC (subtracted from the lines)
+
+    def calibrate(self, reference_ns: int | None) -> None:
+        """Shift the lines by the file's zone offset, taken from its first line against `reference_ns` (the wall
+        time the broker started at, about): the difference rounded to 15 minutes, if within 14 hours."""
+        if reference_ns is None or self.first_ts_ns is None or self.zone_offset_ns:
+            return
+        offset = round((self.first_ts_ns - reference_ns) / ZONE_STEP_NS) * ZONE_STEP_NS
+        if offset and abs(offset) <= MAX_ZONE_NS:
+            self.zone_offset_ns = offset
+            for line in self.lines:
+                line.ts_ns -= offset
+
+
+def _stamp_ns(text: str) -> int | None:
+    m = STAMP.match(text)
+    if m is None:
+        return None
+    try:
+        return calendar.timegm(time.strptime(m.group(1), "%Y-%m-%d %H:%M:%S")) * 1_000_000_000
+    except ValueError:
+        return None
 
 
 def parse_line(text: str) -> PagecacheLine | None:
@@ -94,6 +124,8 @@ def read_store_log(path: Path, node: str) -> NodeLog:
         out.skipped += 1
         return out
     for raw in data.decode("utf-8", errors="replace").splitlines():
+        if out.first_ts_ns is None and not out.truncated:
+            out.first_ts_ns = _stamp_ns(raw[:32])
         if "[PAGECACHERT]" not in raw:
             continue
         line = parse_line(raw)
@@ -121,9 +153,13 @@ def store_logs(logs_dir: Path) -> list[tuple[str, Path]]:
     return out
 
 
-def read_run_logs(logs_dir: Path) -> list[NodeLog]:
-    """The PAGECACHERT lines of every node of a run that logged any (nodes without a line are left out)."""
-    return [n for n in (read_store_log(p, node) for node, p in store_logs(logs_dir)) if n.lines or n.skipped]
+def read_run_logs(logs_dir: Path, reference_ns: int | None = None) -> list[NodeLog]:
+    """The PAGECACHERT lines of every node of a run that logged any (nodes without a line are left out), their
+    times calibrated against `reference_ns` (when the run's brokers started)."""
+    out = [n for n in (read_store_log(p, node) for node, p in store_logs(logs_dir)) if n.lines or n.skipped]
+    for n in out:
+        n.calibrate(reference_ns)
+    return out
 
 
 def sum_counts(lines: list[PagecacheLine]) -> tuple[int, ...]:
@@ -155,10 +191,11 @@ def fast_share(counts: tuple[int, ...]) -> float | None:
 
 
 def in_window(lines: list[PagecacheLine], start_ns: int | None, end_ns: int | None) -> list[PagecacheLine]:
-    """Lines whose minute lies mostly in [start, end): the middle of the minute before the line is inside."""
-    half = WINDOW_S * 1_000_000_000 // 2
-    return [ln for ln in lines if (start_ns is None or ln.ts_ns - half >= start_ns)
-            and (end_ns is None or ln.ts_ns - half < end_ns)]
+    """Lines whose minute (the WINDOW_S before the line) overlaps [start, end): a line is the finest resolution
+    there is, so a phase's figures include the puts of neighbouring time its lines also cover."""
+    span = WINDOW_S * 1_000_000_000
+    return [ln for ln in lines if (end_ns is None or ln.ts_ns - span < end_ns)
+            and (start_ns is None or ln.ts_ns > start_ns)]
 
 
 def summary_row(node: str, label: str, lines: list[PagecacheLine]) -> dict:

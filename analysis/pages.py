@@ -148,7 +148,18 @@ def render_run_page(res: RunResults) -> str:
     figures = run_figures(res.per_second, res.outcomes_per_second, res.metrics_per_second, phase_marks(res),
                           res.faults)
     nodes, rows = _config(res.run.cluster)
+    consume = None
+    if res.consume is not None:
+        from analysis.consume_figures import consume_figures
+        from analysis.pagecache import BUCKETS
+
+        rc = res.consume
+        consume = {"groups": rc.groups(), "figures": consume_figures(rc, res.t0_ns, phase_marks(res), res.faults),
+                   "rows": _consume_rows(rc), "loss": rc.loss, "loss_measured": rc.loss_measured,
+                   "reordered": rc.reordered, "pagecache": rc.pagecache, "buckets": BUCKETS,
+                   "verdicts": rc.verdicts, "lag": rc.to_json()["lag"]}
     return environment().get_template("run.html.j2").render(
+        consume=consume,
         generated=_now(),
         run={"run_id": res.run.run_id, "scenario": res.run.scenario_name, "status": res.run.timeline.status,
              "rows": res.rows, "t0": _iso(res.t0_ns)},
@@ -158,6 +169,21 @@ def render_run_page(res: RunResults) -> str:
               "unread": [q.to_json() for q in res.loss.unread]},
         config_nodes=nodes, config_rows=rows, scenario_text=res.run.scenario_text,
     )
+
+
+def _consume_rows(rc: Any) -> list[dict[str, Any]]:
+    """Per group per phase (then per group over the run): deliveries, rate, e2e p50/p99 of both bases, from slave."""
+    out = []
+    for r in rc.per_phase:
+        if r["basis"] != "born" or r["level"] not in ("group_phase", "group"):
+            continue
+        stored = rc.row(r["group"], r["phase"], "stored") or {}
+        phase = r["phase"] if r["level"] == "group_phase" else "(whole run)"
+        out.append({"group": r["group"], "phase": phase if phase is not None else "(after the phases: drain)",
+                    "deliveries": r["deliveries"], "successes": r["successes"], "rate": r["rate"],
+                    "born_p50": r["p50"], "born_p99": r["p99"], "stored_p50": stored.get("p50"),
+                    "stored_p99": stored.get("p99"), "max": r["max"], "from_slave": r["from_slave"]})
+    return out
 
 
 def compare_rows(results: Sequence[RunResults], page_dir: Path) -> list[dict[str, Any]]:
@@ -179,6 +205,27 @@ def compare_rows(results: Sequence[RunResults], page_dir: Path) -> list[dict[str
             "link": os.path.relpath(res.run.layout.report_index, page_dir),
         })
     return rows
+
+
+def compare_consumer_rows(results: Sequence[RunResults]) -> list[dict[str, Any]]:
+    """Per run per consumer group, side by side: deliveries, e2e p99 of both bases, lost, duplicates, lag max,
+    committed-offset stall, and the run's master PAGECACHERT figures (empty when no run has a consumer side)."""
+    out = []
+    for res in results:
+        rc = res.consume
+        if rc is None:
+            continue
+        lag = rc.to_json()["lag"]
+        master = next((r for r in rc.pagecache if r["node"] == "master" and r["window"] == "(whole run)"), {})
+        for g in rc.groups() or [None]:
+            born, stored = rc.row(g, None, "born") or {}, rc.row(g, None, "stored") or {}
+            loss = rc.loss.get(g or "", {})
+            out.append({"run_id": res.run.run_id, "group": g, "deliveries": born.get("deliveries"),
+                        "born_p99": born.get("p99"), "stored_p99": stored.get("p99"),
+                        "lost": loss.get("lost") if rc.loss_measured else None, "duplicated": loss.get("duplicated"),
+                        "lag_max": lag.get(g or "", {}).get("max"), "stall_s": lag.get(g or "", {}).get("stall_s"),
+                        "put_fast": master.get("under_10ms_share"), "put_p99": master.get("p99_upper_ms")})
+    return out
 
 
 def config_differences(results: Sequence[RunResults]) -> tuple[list[dict[str, Any]], list[str], int]:
@@ -209,7 +256,7 @@ def render_compare_page(results: Sequence[RunResults], page_dir: Path) -> str:
         phase_names += [p for p in r["phases"] if p not in phase_names]
     diff, identity, same = config_differences(results)
     return environment().get_template("compare.html.j2").render(
-        generated=_now(), rows=rows, verdict_word=WORD[valid], verdict_css=CSS[valid],
+        consumer_rows=compare_consumer_rows(results), generated=_now(), rows=rows, verdict_word=WORD[valid], verdict_css=CSS[valid],
         figures=compare_figures(rows), outcomes=outcomes, phase_names=phase_names, config_diff=diff,
         config_same=same, config_identity=identity,
     )

@@ -125,17 +125,25 @@ def open_run_dir(path: str | Path) -> RunDir:
     elif timeline.readback_started and not timeline.readback_ended:
         warnings.append("events.jsonl: readback_start without readback_end: the loss check is unknown")
     coverage = _read_coverage(layout, warnings)
-    pagecache = read_run_logs(root / "logs")
+    started = next((_int_ns(ev.get("wall_ns")) for ev in events if ev.get("event") == "cluster_up"), None)
+    pagecache = read_run_logs(root / "logs", started if started is not None else timeline.run_start_ns)
     for log in pagecache:
         if log.skipped:
             warnings.append(f"{log.path}: {log.skipped} [PAGECACHERT] line(s) not in 4.9.1's format: skipped")
         if log.truncated:
             warnings.append(f"{log.path}: larger than the cap: only its tail was read")
+        if log.zone_offset_ns:
+            warnings.append(f"{log.path}: line times are UTC{log.zone_offset_ns / 3.6e12:+g} h (4.9.1 logs in GMT+8): "
+                            "shifted to UTC")
     return RunDir(layout=layout, run_id=run_id, scenario_name=str(scenario.get("name") or run_id),
                   scenario_text=text, expectations=expectations, phases=phases,
                   cluster=_read_cluster(layout, warnings), timeline=timeline, parts=parts, skipped=skipped,
                   warnings=warnings, coverage=coverage, pagecache=pagecache,
                   consumer_groups=_consumer_groups(scenario))
+
+
+def _int_ns(v: Any) -> int | None:
+    return int(v) if isinstance(v, int | float) and not isinstance(v, bool) and abs(v) < 2**63 else None
 
 
 def _consumer_groups(scenario: dict[str, Any]) -> list[str]:

@@ -1,0 +1,77 @@
+"""The consumer side of the analysis (issue 12) through the real job on the shared Spark session: a dropped delivery
+is consumer_lost 1, a redelivery a duplicate, lag max/end and the offset stall of a crafted series, the
+[PAGECACHERT] table and sentence; a run without consumes analyzes as before with its consumer metrics unknown."""
+from __future__ import annotations
+
+import json
+
+import pyarrow.parquet as pq
+import pytest
+from known_runs import clean_run, consumer_run
+
+from analysis.consume_measures import LAG_GREW
+from analysis.job import analyze
+
+
+@pytest.fixture(scope="module")
+def consumed(spark, tmp_path_factory):
+    root = tmp_path_factory.mktemp("consume")
+    path, answers = consumer_run(root)
+    plain, _ = clean_run(root, "no-consumer", expect=[{"name": "c", "metric": "consume_count", "min": 1},
+                                                      {"name": "l", "metric": "lag_max", "max": 1}])
+    job = analyze([path, plain], spark=spark, progress=False)
+    return {r.run.run_id: r for r in job.results}, answers, path, plain, job.compare_dir
+
+
+def _measured(res, name):
+    return next(x for x in res.verdict.results if x.expectation.label() == name)
+
+
+def test_consumer_metrics_on_a_crafted_run(consumed):
+    results, answers, path, _, compare = consumed
+    res = results["consume-run"]
+    want = answers.numbers
+    m = {x.expectation.label(): x for x in res.verdict.results}
+    assert m["fast-lost"].measured == 1 and want["fast_lost"][0] in (m["fast-lost"].note or "")
+    assert m["fast-lost"].status == "failed"
+    assert m["slow-lost"].measured == 0
+    assert m["fast-dups"].measured == want["fast_dup"] and "1 after a consumer restart" in m["fast-dups"].note
+    assert m["slow-reordered"].measured == want["slow_reordered"]
+    assert m["fast-count"].measured == want["fast_count"]
+    assert m["slow-p50"].measured == want["slow_p50_born"]
+    assert m["slow-p50-stored"].measured == want["slow_p50_stored"]
+    assert m["fast-max"].measured == pytest.approx(12_000.0)  # the redelivery: born 3.0 s, delivered 15.0 s
+    assert m["slow-lag-max"].measured == want["slow_lag_max"]
+    assert m["slow-lag-end-stuck"].measured == want["slow_lag_max"]
+    assert m["slow-lag-end"].measured == 0
+    assert m["slow-stall"].measured == want["slow_stall_s"]
+    assert m["fast-stall"].measured == 0
+    assert m["master-p99"].measured == 10.0
+    # by delivery time: fast 99 (key 17 dropped), slow 99 (its 100th is delivered at 10.0 s, in stuck)
+    assert m["healthy-rate"].measured == pytest.approx(198 / 10)
+    rc = res.consume
+    slave = rc.row("slow", "stuck")
+    assert slave["from_slave"] == want["slow_from_slave"]
+    assert any(LAG_GREW in s and "slow" in s for s in rc.verdicts)
+    assert any("PAGECACHERT" in w and "skipped" in w for w in res.warnings)
+    page = (path / "report" / "index.html").read_text()
+    for text in ("Consumers", "consumer lag", "PAGECACHERT", LAG_GREW):
+        assert text in page
+    verdict = json.loads((path / "report" / "verdict.json").read_text())
+    assert verdict["consumers"]["loss"]["fast"]["lost"] == 1
+    side_by_side = (compare / "index.html").read_text()
+    assert "<h2>Consumers</h2>" in side_by_side and side_by_side.count("<td>consume-run</td>") == 2
+    for name in ("consume_per_second", "consume_per_phase", "consumer_lag_per_second"):
+        assert pq.read_table(path / "report" / f"{name}.parquet").num_rows > 0
+
+
+def test_run_without_consumes_is_as_before(consumed):
+    results, _, _, plain, _ = consumed
+    res = results["no-consumer"]
+    assert res.consume is None
+    m = {x.expectation.label(): x for x in res.verdict.results}
+    assert m["c"].status == "unknown" and m["l"].status == "unknown"
+    assert all(x.status == "held" for k, x in m.items() if k not in ("c", "l"))
+    assert "Consumers" not in (plain / "report" / "index.html").read_text()
+    assert not (plain / "report" / "consume_per_second.parquet").exists()
+    assert "consumers" not in json.loads((plain / "report" / "verdict.json").read_text())
