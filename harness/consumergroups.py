@@ -1,45 +1,23 @@
 """The scenario's `consumers:` section: `drain` (how long the run waits after the load for every group's lag to
 reach 0) and `groups`, each a `GroupSpec` of `loads.consumer_spec` (engineer C1's model: name, consumers, threads,
-processing, stuck, consume_from, reconsume_share), embedded as is. Until `loads.consumer_spec` exists, a stand-in
-of the same shape is used so a scenario can already name its groups.
+processing, stuck, consume_from, reconsume_share, profile), embedded as is.
 
 Consumer fault targets: `consumer:<group>` (every process of the group) or `<group>.c<i>` (one process).
 """
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
-from harness.schemabase import NAME_PATTERN, Duration, Strict, at
+from harness.schemabase import Duration, Strict, at
+from loads.consumer_spec import GroupSpec
 
 DEFAULT_DRAIN = "30s"
 MAX_GROUPS = 16
 GROUP_TARGET_PREFIX = "consumer:"
 WORKER_TARGET_RE = re.compile(r"^(?P<group>[A-Za-z0-9][A-Za-z0-9_.-]*)\.c(?P<index>\d+)$")
-
-try:  # engineer C1's model (branch h12-consumerproc)
-    from loads.consumer_spec import GroupSpec
-except ImportError:  # pragma: no cover - the stand-in until it lands
-
-    class StuckSpec(BaseModel):
-        model_config = ConfigDict(extra="forbid")
-        share: float = Field(gt=0, le=1, description="share of messages that block a consume thread")
-        hold_s: float = Field(gt=0, le=86400, description="how long such a message blocks its thread (s)")
-
-    class GroupSpec(BaseModel):  # type: ignore[no-redef]
-        """One consumer group: its processes and what their listener does."""
-
-        model_config = ConfigDict(extra="forbid")
-        name: str = Field(pattern=NAME_PATTERN)
-        consumers: int = Field(default=1, ge=1, le=64, description="consumer processes")
-        threads: int = Field(default=20, ge=1, le=256, description="consume threads per process")
-        processing: float = Field(default=0, ge=0, le=60000, description="listener time per message (ms)")
-        stuck: StuckSpec | None = None
-        consume_from: Literal["CONSUME_FROM_LAST_OFFSET", "CONSUME_FROM_FIRST_OFFSET"] = "CONSUME_FROM_LAST_OFFSET"
-        reconsume_share: float | None = Field(default=None, ge=0, le=1)
-
 
 class ConsumersSection(Strict):
     """Consumer groups started before the load, drained after it, stopped before the read-back."""
