@@ -19,6 +19,7 @@ MAX_GROUPS = 16
 GROUP_TARGET_PREFIX = "consumer:"
 WORKER_TARGET_RE = re.compile(r"^(?P<group>[A-Za-z0-9][A-Za-z0-9_.-]*)\.c(?P<index>\d+)$")
 
+
 class ConsumersSection(Strict):
     """Consumer groups started before the load, drained after it, stopped before the read-back."""
 
