@@ -404,10 +404,14 @@ EVENT_READBACK_END = "readback_end"
 EVENT_LOAD_START = "load_start"
 EVENT_LOAD_STOP = "load_stop"
 EVENT_NODE_EXIT = "node_exit"
+EVENT_CONSUMERS_START = "consumers_start"  # groups, workers, pids, listed, queues_owned, ready_s
+EVENT_CONSUMERS_DRAIN = "consumers_drain"  # lag (per group at the end), drained, waited_s
+EVENT_CONSUMERS_STOP = "consumers_stop"  # rows (per group)
 EVENTS: tuple[str, ...] = (
     EVENT_RUN_START, EVENT_RUN_END, EVENT_CLUSTER_UP, EVENT_CLUSTER_READY, EVENT_CLUSTER_DOWN,
     EVENT_PHASE_START, EVENT_PHASE_END, EVENT_FAULT, EVENT_READBACK_START, EVENT_READBACK_END,
-    EVENT_LOAD_START, EVENT_LOAD_STOP, EVENT_NODE_EXIT,
+    EVENT_LOAD_START, EVENT_LOAD_STOP, EVENT_NODE_EXIT, EVENT_CONSUMERS_START, EVENT_CONSUMERS_DRAIN,
+    EVENT_CONSUMERS_STOP,
 )
 
 FAULT_ACTIONS = ("apply", "verify", "revert", "step")

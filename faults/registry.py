@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from faults.base import Fault
+from faults.consumer_stuck import ConsumerStuck
 from faults.disk_freeze import DiskFreeze
 from faults.disk_throttle import DiskThrottle
 from faults.errors import FaultRefused
@@ -13,7 +14,8 @@ from faults.process_kill import ProcessKill
 from faults.readonly_fs import ReadonlyFs
 
 FAULTS: dict[str, type[Fault]] = {cls.kind: cls for cls in (
-    ReadonlyFs, DiskFreeze, DiskThrottle, MemoryPressure, ProcessFreeze, ProcessKill, NodeRestart, HaLink)}
+    ReadonlyFs, DiskFreeze, DiskThrottle, MemoryPressure, ProcessFreeze, ProcessKill, NodeRestart, HaLink,
+    ConsumerStuck)}
 
 
 def fault_class(kind: str) -> type[Fault]:

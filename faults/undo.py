@@ -191,11 +191,17 @@ def op_node_start(op: dict, ctx: UndoContext) -> str:
     return "started, ready"
 
 
+def op_consumer_control(op: dict, ctx: UndoContext) -> str:
+    from faults.consumer_stuck import release_controls  # the control file's format is the consumer process's
+
+    return release_controls(op, ctx)
+
+
 OPS: dict[str, Callable[[dict, UndoContext], str]] = {
     "signal": op_signal, "kill_procs": op_kill_procs, "thaw": op_thaw, "umount": op_umount, "e2fsck": op_e2fsck,
     "mount": op_mount, "loop_detach": op_loop_detach, "rm": op_rm, "rmdir": op_rmdir, "swapoff": op_swapoff,
     "cgroup_write": op_cgroup_write, "cgroup_remove": op_cgroup_remove, "relay_mode": op_relay_mode,
-    "node_stop": op_node_stop, "node_start": op_node_start,
+    "node_stop": op_node_stop, "node_start": op_node_start, "consumer_control": op_consumer_control,
 }
 
 

@@ -1,5 +1,5 @@
 """What a run shows on the terminal while it goes (rich): the phase, the time left in it and in the run, the rate
-achieved, the outcomes so far, the faults in effect; and one line per step (cluster up, fault applied, ...)."""
+achieved, the outcomes so far, the faults in effect, each consumer group's consumed/s and lag; and one line per step (cluster up, fault applied, ...)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -34,7 +34,8 @@ class RunProgress:
         self.console.print(Text(text, style=style))
 
     def update(self, *, phase: str, index: int, phases: int, phase_left_s: float, run_left_s: float,
-               stats: Mapping[str, Any] | None, faults: list[str]) -> None:
+               stats: Mapping[str, Any] | None, faults: list[str],
+               consumers: Mapping[str, Mapping[str, Any]] | None = None) -> None:
         table = Table.grid(padding=(0, 2))
         table.add_row("run", self.run_id)
         table.add_row("phase", f"{phase} ({index + 1}/{phases}), {max(0.0, phase_left_s):.0f}s left; "
@@ -48,4 +49,13 @@ class RunProgress:
             p99 = stats.get("p99_ms")
             if isinstance(p99, (int, float)):
                 table.add_row("p99", f"{p99:.1f} ms (last seconds)")
+        for group, figures in (consumers or {}).items():
+            table.add_row(f"group {group}", consumer_line(figures))
         self._live.update(Group(table))
+
+
+def consumer_line(figures: Mapping[str, Any]) -> str:
+    """`120 consumed/s, lag 35` (a dash for a figure the broker has not given yet)."""
+    tps, lag = figures.get("tps"), figures.get("lag")
+    return (f"{tps:.0f} consumed/s" if isinstance(tps, (int, float)) else "- consumed/s") + \
+        (f", lag {lag}" if isinstance(lag, int) else ", lag -")

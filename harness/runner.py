@@ -1,11 +1,14 @@
 """One run of one scenario: the flow of DESIGN.md "Flow of one run".
 
 journal cleanup of dead runs -> run directory -> backend up (ready: route + slave caught up; effective config read
-back into cluster.json and compared) -> collectors -> load (warm-up phase) -> phases on the schedule (faults applied
-and verified at a phase's start, reverted at its end; the load told each phase) -> load stop -> read-back ->
-faults kept for the read-back reverted -> collectors stop, logs copied -> backend down (unless kept) -> analysis.
+back into cluster.json and compared) -> collectors -> consumers (scenario `consumers:`: started, listed by the
+broker, lag collector; `harness.consumerstage`) -> load (warm-up phase) -> phases on the schedule (faults applied
+and verified at a phase's start, reverted at its end; the load told each phase) -> load stop -> consumers drained
+and stopped -> read-back -> faults kept for the read-back reverted -> collectors stop, logs copied -> backend down
+(unless kept) -> analysis.
 
-Ctrl-C / SIGTERM at any point: faults reverted, load stopped (its rows flushed), cluster down, `run_end` with
+Ctrl-C / SIGTERM at any point: faults reverted, load stopped (its rows flushed), consumers stopped (their rows
+written), cluster down, `run_end` with
 status `interrupted`; the directory stays analyzable. A second signal during that clean-up is ignored (reported).
 """
 from __future__ import annotations
@@ -129,12 +132,19 @@ class Runner:
         try:
             progress.step("cluster: starting name server, master, slave")
             backend.up(progress.step)
-            driver = FaultDriver(backend.targets, journal, rd.append)
-            stage.driver = driver
             stage.collector = backend.start_collectors()
+            targets = dict(backend.targets)
+            if self.scenario.consumers.groups:
+                self._start_consumers(rd, backend, journal, stage, progress)
+                targets.update(stage.consumers.targets)
+            driver = FaultDriver(targets, journal, rd.append)
+            stage.driver = driver
             stage.load = self._start_load(rd, backend)
             self._phases(rd, driver, stage, progress)
             self._stop_load(rd, stage)
+            if stage.consumers is not None:
+                stage.consumers.drain()
+                stage.consumers.stop()
             if self.scenario.readback.enabled:
                 self._read_back(rd, backend, progress)
             driver.revert("after_readback")
@@ -153,6 +163,15 @@ class Runner:
             if errors and status == STATUS_COMPLETED:
                 status, error = STATUS_FAILED, "; ".join(errors)
         return status, error
+
+    def _start_consumers(self, rd: RunDir, backend: Any, journal: Any, stage: _Stage, progress: RunProgress) -> None:
+        from harness.consumerstage import ConsumerStage
+
+        stage.consumers = ConsumerStage(self.scenario, rd, backend, journal, progress.step)  # wound down if start fails
+        groups = ", ".join(f"{g.name} x{g.consumers}" for g in self.scenario.consumers.groups)
+        progress.step(f"consumers: starting {groups}")
+        started = stage.consumers.start()
+        progress.step(f"consumers: listed by the master in {started['ready_s']:.1f} s", "green")
 
     def _start_load(self, rd: RunDir, backend: Any) -> Any:
         from harness.loadplan import load_spec
@@ -180,7 +199,8 @@ class Runner:
             def tick(w=w) -> None:
                 now = clock.now()
                 progress.update(phase=w.name, index=w.index, phases=len(windows), phase_left_s=w.end_s - now,
-                                run_left_s=total - now, stats=_stats(stage.load), faults=driver.active_ids)
+                                run_left_s=total - now, stats=_stats(stage.load), faults=driver.active_ids,
+                                consumers=stage.consumers.stats() if stage.consumers is not None else None)
 
             clock.wait_until(w.end_s, self._stop, tick)
             if any(f.revert == "phase_end" for f in w.faults):
@@ -235,8 +255,12 @@ class Runner:
             progress.step(f"reverting {', '.join(stage.driver.active_ids)}")
             attempt("revert faults", stage.driver.revert)
         attempt("stop load", lambda: self._stop_load(rd, stage))
+        if stage.consumers is not None:
+            attempt("stop consumers", stage.consumers.stop)
         if stage.collector is not None:
             attempt("stop collectors", stage.collector.stop)
+        if stage.consumers is not None:
+            attempt("consumer lag collector", stage.consumers.close)
         attempt("copy logs", backend.copy_logs)
         if self.keep_cluster and not errors and self._signal is None:
             self.kept = backend
@@ -289,6 +313,7 @@ class _Stage:
     collector: Any = None
     load: Any = None
     load_stopped: bool = False
+    consumers: Any = None  # harness.consumerstage.ConsumerStage
 
 
 def _stats(load: Any) -> dict[str, Any] | None:

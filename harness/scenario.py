@@ -2,7 +2,9 @@
 
 Each section is a strict pydantic model (unknown keys refused); `harness.scenarioload` reads a file, expands its
 `matrix:` and turns any error into one line naming file, line, key and allowed values. The expectation items are
-`analysis.expectations.Expectation`, embedded as is. `Scenario.resolved()` is what a run writes to its
+`analysis.expectations.Expectation`, embedded as is. The `consumers:` section
+(`harness.consumergroups`) names consumer groups; a fault may target `consumer:<group>` or `<group>.c<i>`.
+`Scenario.resolved()` is what a run writes to its
 `scenario.yaml`: every default filled in, durations and sizes written with their units, and each phase's
 `duration_s` (the figure the analysis reads).
 """
@@ -14,6 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from analysis.expectations import Expectation
+from harness.consumergroups import ConsumersSection, is_consumer_target, target_problem
 from harness.schemabase import NAME_PATTERN, RUN_NAME_PATTERN, Duration, Size, Strict, at
 
 NODE_NAMES = ("namesrv", "master", "slave")
@@ -210,8 +213,9 @@ class FaultSpec(Strict):
     @field_validator("target")
     @classmethod
     def _target(cls, v: str) -> str:
-        if v not in NODE_NAMES:
-            raise ValueError(f"{v!r} is not a node of the cluster; allowed: {', '.join(NODE_NAMES)}")
+        if v not in NODE_NAMES and not is_consumer_target(v):
+            raise ValueError(f"{v!r} is not a node of the cluster; allowed: {', '.join(NODE_NAMES)}, "
+                             "consumer:<group>, <group>.c<index>")
         return v
 
 
@@ -262,6 +266,7 @@ class Scenario(Strict):
     warmup: Duration = "5s"
     phases: list[PhaseSpec] = Field(min_length=1, max_length=MAX_PHASES)
     readback: ReadbackSpec = ReadbackSpec()
+    consumers: ConsumersSection = ConsumersSection()
     expect: list[Expectation] = Field(default=[], max_length=MAX_EXPECTATIONS)
     _shift: int = PrivateAttr(default=0)
 
@@ -288,6 +293,7 @@ class Scenario(Strict):
             shift = 0
         self._shift = shift
         self._fill_fault_ids(shift)
+        self._check_consumer_targets(shift)
         self._gather_expectations(shift)
         return self
 
@@ -303,10 +309,19 @@ class Scenario(Strict):
                     raise at(("phases", pi - shift, "faults", fi, "id"), f"fault id {f.id!r} is used twice")
                 seen[f.id] = (pi, fi, f.kind)
 
+    def _check_consumer_targets(self, shift: int) -> None:
+        for pi, phase in enumerate(self.phases):
+            for fi, f in enumerate(phase.faults):
+                if is_consumer_target(f.target):
+                    problem = target_problem(f.target, self.consumers)
+                    if problem:
+                        raise at(("phases", pi - shift, "faults", fi, "target"), problem)
+
     def _gather_expectations(self, shift: int) -> None:
         phases = [p.name for p in self.phases]
         clients = [c.name for c in self.load.clients]
         faults = [f.id for _, f in self.faults]
+        groups = [g.name for g in self.consumers.groups]
         moved: list[tuple[tuple[str | int, ...], Expectation]] = [(("expect", i), e) for i, e in enumerate(self.expect)]
         for pi, phase in enumerate(self.phases):
             for ei, e in enumerate(phase.expect):
@@ -316,8 +331,8 @@ class Scenario(Strict):
                 moved.append((path, e.model_copy(update={"phase": phase.name})))
             phase.expect = []
         for path, e in moved:
-            for key, known in (("phase", phases), ("client", clients), ("fault", faults)):
-                value = getattr(e, key)
+            for key, known in (("phase", phases), ("client", clients), ("fault", faults), ("group", groups)):
+                value = getattr(e, key, None)
                 if value is not None and value not in known:
                     raise at(path + (key,), f"{value!r} is not a {key} of this scenario; allowed: "
                                             f"{', '.join(map(str, known)) or 'none'}")
@@ -341,6 +356,8 @@ class Scenario(Strict):
         """The scenario as a run records it: defaults filled in, warm-up as the first phase, phase expectations
         moved to the top-level list (with their phase), `matrix` replaced by `variant`."""
         data = self.model_dump(mode="json", exclude_none=True, exclude={"expect"})
+        if not self.consumers.groups:
+            data.pop("consumers")  # a scenario without consumers resolves as it did before they existed
         for phase in data["phases"]:
             phase.pop("expect", None)
         data["expect"] = [e.model_dump(mode="json", exclude_unset=True, exclude_none=True) for e in self.expect]

@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from harness import configlint
+from harness.consumergroups import is_consumer_target
 from harness.scenario import BROKER_NODES, Scenario
 from harness.schemabase import first_error
 from harness.yamlsource import Marks
@@ -55,9 +56,11 @@ def _check_faults(scenario: Scenario, marks: Marks) -> None:
             except ValidationError as err:
                 raise first_error(err, marks, path + ("params",)) from None
         roles = tuple(getattr(cls, "target_roles", ()) or (BROKER_NODES if fault.kind in STORE_FAULTS else ()))
-        if roles and fault.target not in roles:
+        role = "consumer" if is_consumer_target(fault.target) else fault.target
+        if roles and role not in roles:
+            need = "a node with a store" if fault.kind in STORE_FAULTS else f"a {' or '.join(roles)} target"
             raise marks.error(path + ("target",), f"fault {fault.kind} cannot act on {fault.target!r} "
-                                                  f"(it needs a node with a store); allowed: {', '.join(roles)}")
+                                                  f"(it needs {need}); allowed: {', '.join(roles)}")
         if fault.kind in RELAY_FAULTS and scenario.cluster.ha_relay == "never":
             raise marks.error(path + ("kind",), "fault ha_link needs the HA relay; cluster.ha_relay is 'never'; "
                                                 "allowed: auto, always")

@@ -97,7 +97,7 @@ def test_params_defaults_and_byte_sizes():
 
 def test_registry_names_every_fault_and_refuses_unknown_kinds():
     assert set(FAULTS) == {"readonly_fs", "disk_freeze", "disk_throttle", "memory_pressure", "freeze", "kill",
-                           "restart", "ha_link"}
+                           "restart", "ha_link", "consumer_stuck"}
     with pytest.raises(FaultRefused, match=r"fault kind 'ro' unknown \(allowed: readonly_fs, "):
         fault_class("ro")
     for cls in FAULTS.values():

@@ -59,7 +59,7 @@ def test_cli_exit_code_and_stderr_line(tmp_path: Path) -> None:
                           check=False, timeout=60)
     assert proc.returncode == 2
     assert proc.stderr.splitlines() == [f"{path}:2: nmae: unknown key 'nmae'; allowed: name, description, variant, "
-                                        "cluster, topic, load, warmup, phases, readback, expect"]
+                                        "cluster, topic, load, warmup, phases, readback, consumers, expect"]
     assert not (tmp_path / "runs").exists() and not (tmp_path / "s").exists()
 
 

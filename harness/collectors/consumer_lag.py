@@ -1,0 +1,109 @@
+"""The consumer lag collector: a thread that once a second asks GET_CONSUME_STATS for every consumer group (what
+`mqadmin consumerProgress` shows) and writes one CONSUMER_LAG_SCHEMA row per group per queue (the topic and the
+group's `%RETRY%<group>`) into `metrics/lag/` (architecture §5). The master is asked first; when it does not
+answer, the slave (a 4.9.1 slave answers GET_CONSUME_STATS from the offsets the master synced to it). A second in
+which neither answered writes no row for that group. `lag_of` gives the drain its per-group figure from the same
+call."""
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from analysis.contract import CONSUMER_LAG_SCHEMA, PartWriter
+
+INTERVAL_S = 1.0
+STATS_TIMEOUT_MS = 800
+FLUSH_ROWS = 600
+WORKER_NAME = "lag"
+
+StatsFetch = Callable[[str], list[dict[str, Any]] | None]
+"""`fetch(group)` -> lag rows without `run_id` (one per queue), or None when no broker answered (must not raise)."""
+
+
+def broker_stats_fetch(addrs: Sequence[str], timeout_ms: float = STATS_TIMEOUT_MS) -> StatsFetch:
+    """GET_CONSUME_STATS to each of `addrs` in order (master, then slave) until one answers."""
+    from harness import brokerclient
+
+    def fetch(group: str) -> list[dict[str, Any]] | None:
+        for addr in addrs:
+            try:
+                from remoting.consume_stats import get_consume_stats
+
+                stats = get_consume_stats(brokerclient.admin().client, addr, group, None, timeout_ms)
+            except Exception:  # noqa: BLE001 - a broker that does not answer: the next one, else no row
+                continue
+            return stats_rows(group, stats, time.time_ns())
+        return None
+
+    return fetch
+
+
+def stats_rows(group: str, stats: Any, ts_ns: int) -> list[dict[str, Any]]:
+    """ConsumeStats -> rows (queues in order of topic, broker, queue id)."""
+    rows = []
+    tps = float(getattr(stats, "consume_tps", 0.0) or 0.0)
+    for mq, w in sorted(stats.offsets.items(), key=lambda kv: (kv[0].topic, kv[0].broker_name, kv[0].queue_id)):
+        rows.append({"group": group, "topic": mq.topic, "ts_ns": ts_ns, "broker": mq.broker_name,
+                     "queue_id": mq.queue_id, "broker_offset": w.broker_offset, "consumer_offset": w.consumer_offset,
+                     "lag": max(0, w.broker_offset - max(0, w.consumer_offset)),
+                     "last_timestamp_ms": w.last_timestamp, "consume_tps": tps})
+    return rows
+
+
+def lag_of(rows: list[dict[str, Any]] | None) -> int | None:
+    """The group's total lag (every queue of every topic), None when unknown."""
+    return None if rows is None else sum(r["lag"] for r in rows)
+
+
+class ConsumerLagCollector:
+    """Start with `start()`, end with `stop()` (writes the last rows). `latest` holds each group's last rows."""
+
+    def __init__(self, run_id: str, lag_dir: str | Path, groups: list[str], fetch: StatsFetch,
+                 interval_s: float = INTERVAL_S) -> None:
+        self.run_id = run_id
+        self.groups = list(groups)
+        self.fetch = fetch
+        self.interval_s = interval_s
+        self.writer = PartWriter(lag_dir, WORKER_NAME, CONSUMER_LAG_SCHEMA, batch_rows=FLUSH_ROWS)
+        self.rows = 0
+        self.latest: dict[str, list[dict[str, Any]]] = {}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="rmq-consumer-lag", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=self.interval_s * 5 + 2 * STATS_TIMEOUT_MS / 1000 * len(self.groups))
+        self.writer.close()
+
+    def _loop(self) -> None:
+        next_t = time.monotonic()
+        while not self._stop.is_set():
+            self.collect_once()
+            next_t = max(next_t + self.interval_s, time.monotonic() - self.interval_s)
+            self._stop.wait(max(0.0, next_t - time.monotonic()))
+
+    def collect_once(self) -> dict[str, int | None]:
+        """One round over every group, now; returns each group's lag (None: no broker answered)."""
+        lags: dict[str, int | None] = {}
+        for group in self.groups:
+            rows = self.fetch(group)
+            lags[group] = lag_of(rows)
+            if rows is None:
+                continue
+            self.latest[group] = rows
+            for row in rows:
+                self.writer.add({"run_id": self.run_id, **row})
+            self.rows += len(rows)
+        return lags
+
+    def lags(self) -> dict[str, int | None]:
+        """Each group's lag from the last round that answered (None before any)."""
+        return {g: lag_of(self.latest.get(g)) for g in self.groups}
