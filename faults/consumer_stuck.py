@@ -7,8 +7,8 @@ The target is a consumer process (`<group>.c<i>`) or a whole group (`consumer:<g
 carries the processes' control files in `extras["control_files"]` (engineer C1's `loads.consumers.write_control`,
 polled by each process). Apply: write `stuck` into each file (the undo, journaled first, is the same file written
 with no stuck share and `release`, so the blocked threads return). Verify: a blocked thread is measured, from the
-process's own report next to its control file (`<control>.status`, `blocked` > 0) when it writes one; else the
-control file read back holding the setting while the processes live. Revert: the undo."""
+processes' own report next to their control files (`<control>.status`, `blocked` > 0); it needs messages arriving
+(a load). Revert: the undo."""
 from __future__ import annotations
 
 import json
@@ -22,7 +22,8 @@ from faults.errors import FaultRefused
 from faults.undo import UndoContext
 
 STATUS_SUFFIX = ".status"
-"""A consumer process may report `{"blocked": N, ...}` in `<control file>.status`."""
+"""A consumer process reports `{"blocked": N, "released": M, "pid": P}` in `<control file>.status`
+(`loads.consumer_control.write_status`)."""
 
 
 class StuckParams(FaultParams):
@@ -85,15 +86,11 @@ class ConsumerStuck(Fault):
         return {"files": self.files, "stuck": stuck, "pids": self.target.pids()}
 
     def measure(self) -> tuple[bool, dict]:
+        """Effective once a consume thread is measured blocked: the processes report it in `<control>.status`
+        (written when a thread starts or stops blocking; none yet = no thread blocked yet)."""
         statuses = {f: read_status(f) for f in self.files}
-        reported = {f: s for f, s in statuses.items() if s is not None}
-        if reported:
-            blocked = {f: int(s.get("blocked") or 0) for f, s in reported.items()}
-            return sum(blocked.values()) > 0, {"blocked": blocked}
-        pids = self.target.pids()
-        written = {f: _stuck_of(f) for f in self.files}
-        ok = bool(pids) and all(w is not None for w in written.values())
-        return ok, {"control": written, "pids": pids, "blocked": "not reported by the process"}
+        blocked = {f: int((s or {}).get("blocked") or 0) for f, s in statuses.items()}
+        return sum(blocked.values()) > 0, {"blocked": blocked, "pids": self.target.pids()}
 
     def measure_gone(self) -> dict:
         return {"control": {f: _stuck_of(f) for f in self.files}}

@@ -10,6 +10,10 @@ processing_ms=..., release=...)`; `loads.consumers.ConsumerFleet.set_stuck/clear
   with `release` true releases once; `serial` tells writes apart). Blocks that start later block again while
   `stuck` is on.
 
+The process reports what it does in `<control file>.status` (`{"blocked": N, "released": M, "pid": P}`, written
+atomically whenever a consume thread starts or stops being blocked), so the `consumer_stuck` fault's verify
+measures blocked threads instead of trusting its own write.
+
 `Behaviour.consume(msgs)` sleeps the processing time, blocks on the stuck share (until `hold_s` passes or a
 release), and answers RECONSUME_LATER for the `reconsume_share` of first deliveries (`reconsume_times == 0`).
 """
@@ -53,6 +57,17 @@ def write_control(path: str | os.PathLike[str], stuck: StuckSpec | dict[str, flo
     return p
 
 
+STATUS_SUFFIX = ".status"
+
+
+def write_status(control_path: str | os.PathLike[str], **fields: Any) -> None:
+    """`<control file>.status`, written atomically (temp file + rename)."""
+    p = Path(f"{control_path}{STATUS_SUFFIX}")
+    tmp = p.with_name(f".{p.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    tmp.write_text(json.dumps(fields), encoding="utf-8")
+    os.replace(tmp, p)
+
+
 def read_control(path: str | os.PathLike[str] | None) -> dict[str, Any] | None:
     """The control file's object, None when there is none (or it is not a JSON object)."""
     if path is None:
@@ -78,6 +93,7 @@ class Behaviour:
         self._rlock = threading.Lock()
         self._blocks: set[threading.Event] = set()
         self._lock = threading.Lock()
+        self._report_lock = threading.Lock()
         self._last: str | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -123,7 +139,19 @@ class Behaviour:
         for e in blocks:
             e.set()
         self.released += len(blocks)
+        self._report()
         return len(blocks)
+
+    def _report(self) -> None:
+        if self.control_path is None:
+            return
+        with self._report_lock:  # read and written together: the last write holds the last figures
+            with self._lock:
+                blocked, released = self.blocked, self.released
+            try:
+                write_status(self.control_path, blocked=blocked, released=released, pid=os.getpid())
+            except OSError:
+                log.exception("writing the status next to %s failed", self.control_path)
 
     def _draw(self) -> float:
         with self._rlock:
@@ -146,12 +174,14 @@ class Behaviour:
         with self._lock:
             self._blocks.add(event)
             self.blocked += 1
+        self._report()
         try:
             event.wait(hold_s)
         finally:
             with self._lock:
                 self._blocks.discard(event)
                 self.blocked -= 1
+            self._report()
 
     def hold_forever(self) -> None:
         """Block the calling consume thread until the process exits (a delivery after the stop began)."""

@@ -5,6 +5,7 @@ shows the redeliveries as duplicates; a stuck share blocks consume threads until
 it on and off. The same process against a real broker is in test_consumer_broker.py."""
 from __future__ import annotations
 
+import json
 import signal
 from collections import Counter
 from pathlib import Path
@@ -124,11 +125,14 @@ def test_control_file_turns_stuck_on_and_release_frees_the_threads(fleet_of, fak
     assert open_in_journal(run, "g.c0") <= 3
     fleet.set_stuck("g", share=1.0, hold_s=600)
     wait_for(lambda: open_in_journal(run, "g.c0") == 3, 30, "all 3 consume threads blocked")
+    status = Path(f"{fleet.workers['g.c0'].control_path}.status")
+    wait_for(lambda: json.loads(status.read_text()).get("blocked") == 3, 30, "the process reports 3 blocked threads")
     n = len(committed(fake_env, "g.c0"))
     wait_for(lambda: open_in_journal(run, "g.c0") == 3 and len(committed(fake_env, "g.c0")) == n, 5,
              "no commit while every thread is blocked")
     fleet.clear_stuck("g", release=True)
     wait_for(lambda: len(committed(fake_env, "g.c0")) >= n + 20, 30, "consuming again after the release")
+    assert json.loads(status.read_text())["released"] >= 3
     result = fleet.stop()
     rows = rows_of(run)
     assert result == {"g": len(rows)} and {r["result"] for r in rows} == {"CONSUME_SUCCESS"}
