@@ -210,6 +210,9 @@ def measure_consumer(e: Expectation, run: RunDir, rc: RunConsume) -> Measurement
             return Measurement(None, f"group {e.group!r} is neither in the scenario's consumers nor in consumes/", 0)
         if e.metric == "consume_count":
             return Measurement(float(n), None, n)  # a known group without deliveries in the window: 0
+        if e.metric == "consume_from_slave":
+            slave = int(row["from_slave"]) if row is not None and row["from_slave"] else 0
+            return Measurement(float(slave), None, n)
         seconds = _seconds(run, e.phase)
         return Measurement(n / seconds, None, n) if seconds else Measurement(
             None, "the time window is not known from events.jsonl", n)

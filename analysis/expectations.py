@@ -22,7 +22,8 @@ FAULT_METRICS = ("fault_to_first_error_s", "recovery_s")
 LOSS_METRICS = ("lost", "not_on_slave", "duplicated", "recovered", "unexpected", "unseen_master", "unseen_slave")
 """`unseen_master` / `unseen_slave`: acknowledged sends placed where that node's read-back could not read
 (`readback/queues.json`): judged neither lost nor not_on_slave."""
-CONSUME_COUNT_METRICS = ("consume_count", "consume_rate")
+CONSUME_COUNT_METRICS = ("consume_count", "consume_rate", "consume_from_slave")
+"""`consume_from_slave`: deliveries whose pull went to a slave (broker_id != 0)."""
 CONSUME_LATENCY_METRICS = ("consume_latency_p50_ms", "consume_latency_p90_ms", "consume_latency_p99_ms",
                            "consume_latency_p999_ms", "consume_latency_max_ms")
 CONSUMER_LOSS_METRICS = ("consumer_lost", "consumer_duplicated", "consumer_reordered")
@@ -65,7 +66,7 @@ Metric = Literal[
     "latency_p50_ms", "latency_p90_ms", "latency_p99_ms", "latency_p999_ms", "latency_max_ms",
     "fault_to_first_error_s", "recovery_s",
     "lost", "not_on_slave", "duplicated", "recovered", "unexpected", "unseen_master", "unseen_slave",
-    "consume_count", "consume_rate",
+    "consume_count", "consume_rate", "consume_from_slave",
     "consume_latency_p50_ms", "consume_latency_p90_ms", "consume_latency_p99_ms", "consume_latency_p999_ms",
     "consume_latency_max_ms",
     "consumer_lost", "consumer_duplicated", "consumer_reordered", "lag_max", "lag_end", "offset_stall_s",

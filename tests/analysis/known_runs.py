@@ -483,6 +483,7 @@ CONSUMER_EXPECT = [
     {"name": "slow-stall", "group": "slow", "metric": "offset_stall_s", "min": 5},
     {"name": "fast-stall", "group": "fast", "metric": "offset_stall_s", "max": 0},
     {"name": "master-p99", "node": "master", "metric": "pagecache_put_p99_ms", "max": 10},
+    {"name": "slow-from-slave", "group": "slow", "phase": "stuck", "metric": "consume_from_slave", "min": 1},
 ]
 
 

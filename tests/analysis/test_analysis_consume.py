@@ -53,6 +53,7 @@ def test_consumer_metrics_on_a_crafted_run(consumed):
     rc = res.consume
     slave = rc.row("slow", "stuck")
     assert slave["from_slave"] == want["slow_from_slave"]
+    assert m["slow-from-slave"].measured == want["slow_from_slave"]
     assert any(LAG_GREW in s and "slow" in s for s in rc.verdicts)
     assert any("PAGECACHERT" in w and "skipped" in w for w in res.warnings)
     page = (path / "report" / "index.html").read_text()

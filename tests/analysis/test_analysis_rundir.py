@@ -120,7 +120,7 @@ def test_cli_refuses_bad_input_with_one_line_and_writes_nothing(tmp_path):
     assert lines == [f"rmq-chaos report: error: {path / 'scenario.yaml'}: expect[0].metric: metric 'loss' is not "
                      f"one of: count, share, rate, latency_p50_ms, latency_p90_ms, latency_p99_ms, latency_p999_ms, "
                      f"latency_max_ms, fault_to_first_error_s, recovery_s, lost, not_on_slave, duplicated, "
-                     f"recovered, unexpected, unseen_master, unseen_slave, consume_count, consume_rate, "
+                     f"recovered, unexpected, unseen_master, unseen_slave, consume_count, consume_rate, consume_from_slave, "
                      f"consume_latency_p50_ms, consume_latency_p90_ms, consume_latency_p99_ms, "
                      f"consume_latency_p999_ms, consume_latency_max_ms, consumer_lost, consumer_duplicated, "
                      f"consumer_reordered, lag_max, lag_end, offset_stall_s, pagecache_put_p99_ms"]
