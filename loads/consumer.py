@@ -93,7 +93,9 @@ class ConsumerMain:
     def start(self, factory: Callable[..., Any]) -> None:
         s = self.spec
         self.consumer = factory(self.args.namesrv, s.name, s.profile or self.args.profile,
-                                instance_name=self.worker, consume_threads=s.threads, consume_from=s.consume_from)
+                                instance_name=self.worker, consume_threads=s.threads, consume_from=s.consume_from,
+                                pull_threshold_for_queue=s.pull_threshold_for_queue,
+                                poll_name_server_interval_ms=s.poll_name_server_interval)
         self.consumer.subscribe(self.args.topic, "*")
         self.consumer.register_listener(self.listener)
         self.client_id = getattr(self.consumer, "client_id", None)

@@ -54,6 +54,10 @@ class GroupSpec(BaseModel):
     processing: float = Field(default=0.0, ge=0, le=MAX_PROCESSING_MS, description="listener time per message, ms")
     stuck: StuckSpec | None = Field(default=None, description="a share of messages that block a consume thread")
     consume_from: Literal["CONSUME_FROM_LAST_OFFSET", "CONSUME_FROM_FIRST_OFFSET"] = "CONSUME_FROM_LAST_OFFSET"
+    pull_threshold_for_queue: int = Field(default=1000, ge=1, le=65535, description="pullThresholdForQueue: "
+                                          "messages cached per queue before the client stops pulling")
+    poll_name_server_interval: int = Field(default=30_000, ge=100, le=600_000, description="pollNameServerInterval "
+                                           "(ms): how often the client refreshes its routes from the name server")
     reconsume_share: float | None = Field(default=None, ge=0, le=1, description="share of messages answered "
                                                                                  "RECONSUME_LATER the first time")
     profile: Literal["java-4.9.1", "java-4.9.3", "java-5.3"] | None = Field(

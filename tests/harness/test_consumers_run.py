@@ -1,15 +1,19 @@
 """Consumers through `rmq-chaos run`, end to end on real parts: a short run with two groups (one consumer process
-killed and restarted by a `kill` fault) leaves one consume row per delivery, lag rows of both groups, the
-consumers_start / consumers_drain / consumers_stop events, and no consumer process; SIGINT midway stops the
-consumers with every delivery recorded (rows == what the fleet counted) and leaves nothing behind.
+killed and restarted by a `kill` fault, then the master killed and restarted) leaves one consume row per delivery,
+lag rows of both groups, the consumers_start / consumers_drain / consumers_stop events, and no consumer process;
+while the master is down the group with a backlog goes on from the slave; the analysis counts the duplicates the
+rows hold and finds no acknowledged send undelivered. SIGINT midway stops the consumers with every delivery
+recorded (rows == what the fleet counted) and leaves nothing behind.
 
 Runs on the emulator once it serves consumers (engineer B's `remoting.consume_stats` comes with it), or on the real
 broker with ROCKETMQ_HOME set (`--program apache`)."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import signal
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -35,10 +39,12 @@ load:
   clients:
     - {{name: flood, users: 4, timeout: 3s}}
 consumers:
-  drain: 30s
+  drain: 60s
   groups:
     - {{name: alpha, consumers: 2}}
-    - {{name: beta, consumers: 1}}
+    # ~25 msg/s under 50/s: a backlog kept on the broker (small client cache), routes refreshed every 2 s
+    - {{name: beta, consumers: 1, threads: 1, processing: 40, pull_threshold_for_queue: 10,
+       poll_name_server_interval: 2000}}
 phases:
   - name: steady
     duration: {duration}
@@ -47,14 +53,24 @@ phases:
 KILL = """\
     faults:
       - {id: kill-alpha, kind: kill, target: alpha.c1, params: {restart_after_s: 1}}
+  - name: master-down
+    duration: 12s
+    faults:
+      - {id: kill-master, kind: kill, target: master, params: {restart_after_s: 10}}
+expect:
+  - {name: beta-from-slave, phase: master-down, group: beta, metric: consume_from_slave, min: 1}
+  - {name: alpha-nothing-lost, group: alpha, metric: consumer_lost, max: 0}
+  - {name: beta-nothing-lost, group: beta, metric: consumer_lost, max: 0}
+  - {name: alpha-duplicates, group: alpha, metric: consumer_duplicated, min: 0}
 """
 
 
-def _start(tmp_path: Path, duration: str, faults: str = ""):
+def _start(tmp_path: Path, duration: str, faults: str = "", report: bool = False):
     state, out = tmp_path / "state", tmp_path / "runs"
     path = tmp_path / "s.yaml"
     path.write_text(SCENARIO.format(duration=duration, faults=faults), encoding="utf-8")
-    proc = rmq_chaos(["run", str(path), "--out", str(out), "--no-report", "--program", PROGRAM], state)
+    proc = rmq_chaos(["run", str(path), "--out", str(out), "--program", PROGRAM]
+                     + ([] if report else ["--no-report"]), state)
     return proc, state, out
 
 
@@ -66,10 +82,10 @@ def _consume_rows_match(run_dir: Path, ev: list[dict]) -> list[dict]:
     return consumed
 
 
-def test_two_groups_and_a_killed_consumer(tmp_path: Path) -> None:
-    proc, state, out = _start(tmp_path, "8s", KILL)
+def test_two_groups_a_killed_consumer_and_a_killed_master(tmp_path: Path) -> None:
+    proc, state, out = _start(tmp_path, "8s", KILL, report=True)
     try:
-        assert proc.wait(300) == 0
+        assert proc.wait(420) == 0, "the run or one of its expectations failed (report/verdict.json)"
         run_dir = run_dir_of(out)
         ev = events(run_dir)
         names = [e["event"] for e in ev]
@@ -90,6 +106,12 @@ def test_two_groups_and_a_killed_consumer(tmp_path: Path) -> None:
         assert (run_dir / "logs" / "consumers" / "alpha.c1.r1.log").exists()
         lag = rows(run_dir / "metrics" / "lag")
         assert {r["group"] for r in lag} == {"alpha", "beta"}
+        verdict = json.loads((run_dir / "report" / "verdict.json").read_text())
+        measured = {r["name"]: r["measured"] for r in verdict["expectations"]}
+        from_slave = sum(1 for r in consumed if r["group"] == "beta" and r["broker_id"])
+        assert 1 <= measured["beta-from-slave"] <= from_slave
+        ok = Counter(r["key"] for r in consumed if r["group"] == "alpha" and r["result"] == "CONSUME_SUCCESS")
+        assert measured["alpha-duplicates"] == sum(n - 1 for n in ok.values())
         assert_nothing_left(state, run_dir.name)
     finally:
         if proc.poll() is None:
