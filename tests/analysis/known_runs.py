@@ -321,9 +321,10 @@ CLEAN_EXPECT = [
 ]
 
 
-def clean_run(root: Path, run_id: str = "clean-run", expect: list[dict[str, Any]] | None = None
-              ) -> tuple[Path, Answers]:
-    """Two healthy phases, every send acknowledged and read back from master and slave."""
+def clean_run(root: Path, run_id: str = "clean-run", expect: list[dict[str, Any]] | None = None,
+              pagecache: bool = False) -> tuple[Path, Answers]:
+    """Two healthy phases, every send acknowledged and read back from master and slave. `pagecache`: the master's
+    store.log has a `[PAGECACHERT]` line in the steady phase (a run without consumers whose broker logged one)."""
     b = RunBuilder(root, run_id)
     phases = [("warmup", 0, 5_000), ("steady", 5_000, 15_000)]
     for i in range(1500):
@@ -336,6 +337,10 @@ def clean_run(root: Path, run_id: str = "clean-run", expect: list[dict[str, Any]
     b.events.sort(key=lambda e: e["wall_ns"])
     _metrics(b, 20, ro=None)
     b.answers.numbers = {"attempted": 1500, "acknowledged": 1500}
+    if pagecache:
+        import time as _time
+        t = _time.strftime("%Y-%m-%d %H:%M:%S", _time.gmtime(T0 // 1_000_000_000 + 10))
+        b.store_logs["master"] = [PAGECACHERT_LINE.format(t=t, n=1000, fast=1000, slow=0)]
     scenario = {"name": "baseline", "phases": [{"name": n, "duration_s": (e - s) / 1000} for n, s, e in phases],
                 "expect": CLEAN_EXPECT + (expect or [])}
     return b.write(scenario, _cluster(1048576)), b.answers

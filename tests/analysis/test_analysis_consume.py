@@ -19,8 +19,9 @@ def consumed(spark, tmp_path_factory):
     path, answers = consumer_run(root)
     plain, _ = clean_run(root, "no-consumer", expect=[{"name": "c", "metric": "consume_count", "min": 1},
                                                       {"name": "l", "metric": "lag_max", "max": 1}])
-    job = analyze([path, plain], spark=spark, progress=False)
-    return {r.run.run_id: r for r in job.results}, answers, path, plain, job.compare_dir
+    broker_only, _ = clean_run(root, "pagecache-only", pagecache=True)
+    job = analyze([path, plain, broker_only], spark=spark, progress=False)
+    return {r.run.run_id: r for r in job.results}, answers, path, plain, job.compare_dir, broker_only
 
 
 def _measured(res, name):
@@ -28,7 +29,7 @@ def _measured(res, name):
 
 
 def test_consumer_metrics_on_a_crafted_run(consumed):
-    results, answers, path, _, compare = consumed
+    results, answers, path, _, compare, _ = consumed
     res = results["consume-run"]
     want = answers.numbers
     m = {x.expectation.label(): x for x in res.verdict.results}
@@ -68,7 +69,7 @@ def test_consumer_metrics_on_a_crafted_run(consumed):
 
 
 def test_run_without_consumes_is_as_before(consumed):
-    results, _, _, plain, _ = consumed
+    results, _, _, plain, _, _ = consumed
     res = results["no-consumer"]
     assert res.consume is None
     m = {x.expectation.label(): x for x in res.verdict.results}
@@ -84,7 +85,7 @@ def test_no_spark_job_for_runs_without_a_consumer_side(consumed, spark, monkeypa
     from analysis.consume_stats import consume_results
     from analysis.rundir import open_run_dir
 
-    _, _, path, plain, _ = consumed
+    _, _, path, plain, _, _ = consumed
     sc = spark.sparkContext
 
     def jobs(run_path, group):
@@ -103,3 +104,12 @@ def test_no_spark_job_for_runs_without_a_consumer_side(consumed, spark, monkeypa
     res, ran = jobs(path, "consume-probe-some")  # the probe sees jobs when there are some
     assert ran and res.per_phase.num_rows > 0
     assert [g for _, g in res.loss] == ["fast"] and "3 consumer groups" in res.warnings["consume-run"][0]
+
+
+def test_run_without_consumers_shows_its_brokers_put_times(consumed):
+    """A run without consumers whose broker logged [PAGECACHERT] (every run of a minute or more): the report shows
+    the put-time table and no consumer section (a compose run crashed the report here once)."""
+    results, _, _, _, _, broker_only = consumed
+    assert results["pagecache-only"].consume is not None
+    page = (broker_only / "report" / "index.html").read_text()
+    assert "Broker put times" in page and "<h2>Consumers</h2>" not in page
