@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from loads.spec import SpecError
+from loads.spec import SpecError, validation_line
 
 GROUP_PATTERN = r"^[A-Za-z0-9_-]{1,120}$"
 """RocketMQ allows `^[%|a-zA-Z0-9_-]+$` up to 255 characters (`Validators.checkGroup`); a group here also names its
@@ -75,14 +75,6 @@ class GroupSpec(BaseModel):
         return f"{self.name}.c{index}" + (f".r{restart}" if restart else "")
 
 
-def _one_line(source: str, err: ValidationError) -> str:
-    first = err.errors()[0]
-    loc = ".".join(str(p) for p in first["loc"])
-    msg = first["msg"].replace("Value error, ", "")
-    more = f" (and {err.error_count() - 1} more)" if err.error_count() > 1 else ""
-    return f"{source}: {loc + ': ' if loc else ''}{msg}{more}"
-
-
 def parse_group(data: Any, source: str = "consumer group") -> GroupSpec:
     """Validate a mapping as a `GroupSpec`; raises `SpecError` with one line."""
     if isinstance(data, GroupSpec):
@@ -92,7 +84,7 @@ def parse_group(data: Any, source: str = "consumer group") -> GroupSpec:
     try:
         return GroupSpec.model_validate(data)
     except ValidationError as e:
-        raise SpecError(_one_line(source, e)) from None
+        raise SpecError(validation_line(source, e)) from None
 
 
 def parse_groups(data: Any, source: str = "consumers.groups") -> list[GroupSpec]:

@@ -243,7 +243,8 @@ class ClientPlan:
         return (self.rate or 0.0) / self.users
 
 
-def _one_line(source: str, err: ValidationError) -> str:
+def validation_line(source: str, err: ValidationError) -> str:
+    """A pydantic error as one line: the source, the first failing key and its message (and how many more)."""
     first = err.errors()[0]
     loc = ".".join(str(p) for p in first["loc"])
     msg = first["msg"].replace("Value error, ", "")
@@ -258,7 +259,7 @@ def parse_spec(data: Any, source: str = "load spec") -> LoadSpec:
     try:
         return LoadSpec.model_validate(data)
     except ValidationError as e:
-        raise SpecError(_one_line(source, e)) from None
+        raise SpecError(validation_line(source, e)) from None
 
 
 def load_spec(path: str | os.PathLike[str]) -> LoadSpec:
