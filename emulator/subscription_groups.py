@@ -38,9 +38,7 @@ class SubscriptionGroupManager:
             return
         doc = json.loads(text)
         self.table.update(doc.get("subscriptionGroupTable") or {})
-        version = doc.get("dataVersion") or {}
-        self.data_version.counter = int(version.get("counter", 0))
-        self.data_version.timestamp = int(version.get("timestamp", self.data_version.timestamp))
+        self.data_version.assign(doc.get("dataVersion"), counter_default=0)
 
     def persist(self) -> None:
         persist_text(self.path, json.dumps(self.wrapper(), indent="\t", separators=(",", ":")))
@@ -68,7 +66,5 @@ class SubscriptionGroupManager:
         """Slave: the master's groups put over ours (`SlaveSynchronize.syncSubscriptionGroupConfig`)."""
         with self._lock:
             self.table.update(wrapper.get("subscriptionGroupTable") or {})
-            version = wrapper.get("dataVersion") or {}
-            self.data_version.counter = int(version.get("counter", self.data_version.counter))
-            self.data_version.timestamp = int(version.get("timestamp", self.data_version.timestamp))
+            self.data_version.assign(wrapper.get("dataVersion"))
         self.persist()

@@ -52,9 +52,7 @@ class TopicConfigManager:
                 continue
             doc = json.loads(text)
             self.table.update(doc.get("topicConfigTable") or {})
-            version = doc.get("dataVersion") or {}
-            self.data_version.counter = int(version.get("counter", 0))
-            self.data_version.timestamp = int(version.get("timestamp", self.data_version.timestamp))
+            self.data_version.assign(doc.get("dataVersion"), counter_default=0)
             broker_log.info("load %s OK", path)
             return
 
@@ -128,7 +126,5 @@ class TopicConfigManager:
         """Slave: take the master's topic configs (SlaveSynchronize.syncTopicConfig)."""
         with self._lock:
             self.table.update(wrapper.get("topicConfigTable") or {})
-            version = wrapper.get("dataVersion") or {}
-            self.data_version.counter = int(version.get("counter", self.data_version.counter))
-            self.data_version.timestamp = int(version.get("timestamp", self.data_version.timestamp))
+            self.data_version.assign(wrapper.get("dataVersion"))
         self.persist()

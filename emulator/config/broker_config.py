@@ -52,6 +52,13 @@ class DataVersion:
     def to_dict(self) -> dict:
         return {"counter": self.counter, "timestamp": self.timestamp}
 
+    def assign(self, doc: dict | None, counter_default: int | None = None) -> None:
+        """Take a stored or synced `dataVersion`; a missing key keeps this one's value (the counter:
+        `counter_default` when given)."""
+        doc = doc or {}
+        self.counter = int(doc.get("counter", self.counter if counter_default is None else counter_default))
+        self.timestamp = int(doc.get("timestamp", self.timestamp))
+
 
 def bind_address() -> str:
     return os.environ.get(BIND_ENV, DEFAULT_BIND)
