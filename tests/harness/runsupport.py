@@ -32,6 +32,15 @@ def rmq_chaos(args: list[str], state: Path, env_drop: tuple[str, ...] = (), env_
                             env=cli_env(state, env_drop, env_set), **kw)
 
 
+def end_run(proc: subprocess.Popen, state: Path) -> None:
+    """A test's last word on its `rmq-chaos run`: kill it if it still runs (its own pid), then `rmq-chaos cleanup`
+    of its state dir, so nothing of the run outlives the test whatever failed."""
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+    rmq_chaos(["cleanup"], state).wait(180)
+
+
 def run_dir_of(out: Path) -> Path:
     dirs = [d for d in out.iterdir() if d.is_dir()]
     assert len(dirs) == 1, dirs

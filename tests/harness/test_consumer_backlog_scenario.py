@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from runsupport import assert_nothing_left, events, rmq_chaos, rows, run_dir_of
+from runsupport import assert_nothing_left, end_run, events, rmq_chaos, rows, run_dir_of
 
 REPO = Path(__file__).resolve().parents[2]
 SCENARIO = REPO / "scenarios" / "consumer-backlog-stuck-thread.yaml"
@@ -32,7 +32,4 @@ def test_backlog_scenario_is_valid_on_the_emulator(tmp_path: Path) -> None:
         assert {g: sum(1 for r in consumed if r["group"] == g) for g in ("healthy", "stuck")} == stop["rows"]
         assert_nothing_left(state, run_dir.name)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        rmq_chaos(["cleanup"], state).wait(180)
+        end_run(proc, state)

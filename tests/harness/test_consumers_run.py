@@ -17,7 +17,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from runsupport import assert_nothing_left, events, rmq_chaos, rows, run_dir_of, wait_for_event
+from runsupport import assert_nothing_left, end_run, events, rmq_chaos, rows, run_dir_of, wait_for_event
 
 NEEDS = ("loads.consumers", "remoting.push_consumer", "remoting.consume_stats")
 MISSING = [m for m in NEEDS if importlib.util.find_spec(m) is None]
@@ -114,10 +114,7 @@ def test_two_groups_a_killed_consumer_and_a_killed_master(tmp_path: Path) -> Non
         assert measured["alpha-duplicates"] == sum(n - 1 for n in ok.values())
         assert_nothing_left(state, run_dir.name)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        rmq_chaos(["cleanup"], state).wait(180)
+        end_run(proc, state)
 
 
 def test_sigint_stops_the_consumers_with_every_delivery_recorded(tmp_path: Path) -> None:
@@ -133,7 +130,4 @@ def test_sigint_stops_the_consumers_with_every_delivery_recorded(tmp_path: Path)
         assert consumed, "no delivery recorded before the SIGINT"
         assert_nothing_left(state, run_dir.name)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        rmq_chaos(["cleanup"], state).wait(180)
+        end_run(proc, state)

@@ -9,7 +9,7 @@ import signal
 from pathlib import Path
 
 import pytest
-from runsupport import assert_nothing_left, events, rmq_chaos, rows, run_dir_of, wait_for_event
+from runsupport import assert_nothing_left, end_run, events, rmq_chaos, rows, run_dir_of, wait_for_event
 
 pytestmark = pytest.mark.root
 SCENARIO = """\
@@ -44,10 +44,7 @@ def test_a_broker_that_dies_is_named_in_the_failed_run(tmp_path: Path) -> None:
         os.kill(master["pid"], signal.SIGBUS)
         code = proc.wait(180)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        rmq_chaos(["cleanup"], state).wait(180)
+        end_run(proc, state)
     assert code != 0, "a run whose master died is not a pass"
     evs = events(run_dir)
     exits = [e for e in evs if e.get("event") == "node_exit"]

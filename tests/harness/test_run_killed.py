@@ -9,7 +9,7 @@ import signal
 from pathlib import Path
 
 import pytest
-from runsupport import assert_nothing_left, events, rmq_chaos, rows, run_dir_of, wait_for_event
+from runsupport import assert_nothing_left, end_run, events, rmq_chaos, rows, run_dir_of, wait_for_event
 
 pytestmark = pytest.mark.root
 SCENARIO = """\
@@ -64,10 +64,7 @@ def test_sigkill_midway_then_cleanup_leaves_nothing(tmp_path: Path) -> None:
         again = rmq_chaos(["cleanup"], state)
         assert again.wait(60) == 0
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        rmq_chaos(["cleanup"], state).wait(180)
+        end_run(proc, state)
 
 
 def test_sigint_midway_reverts_and_leaves_an_analyzable_run(tmp_path: Path) -> None:
@@ -89,7 +86,4 @@ def test_sigint_midway_reverts_and_leaves_an_analyzable_run(tmp_path: Path) -> N
         assert requests and len(requests) == totals["fired"]
         assert_nothing_left(state, run_dir.name)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        rmq_chaos(["cleanup"], state).wait(180)
+        end_run(proc, state)
