@@ -56,7 +56,6 @@ class BrokerController:
         self.store = MessageStore(config, profile, self.broker_addr)
         self.topics = TopicConfigManager(config)
         self.ctx = BrokerContext(config, profile, self.store, self.topics, self.memory, self.broker_addr)
-        self.ctx.register_request = threading.Event()
         self.ctx.register_now = self.register_all
         self.ctx.consumers = ConsumerManager(lambda: config.get_bool("notifyConsumerIdsChangedEnable"))
         self.ctx.groups = SubscriptionGroupManager(config)
@@ -189,13 +188,8 @@ class BrokerController:
                 pass
 
     def _register_loop(self) -> None:
-        event: threading.Event = self.ctx.register_request  # type: ignore[assignment]
         wait = REGISTER_INITIAL_DELAY_S
-        while not self._stopped.is_set():
-            event.wait(wait)
-            if self._stopped.is_set():
-                return
-            event.clear()
+        while not self._stopped.wait(wait):
             self.register_all()
             wait = max(10000, min(self.config.get_int("registerNameServerPeriod"), 60000)) / 1000.0
 

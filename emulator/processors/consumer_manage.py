@@ -77,7 +77,7 @@ class ConsumerManageProcessor(Processor):
                     RETRY_GROUP_TOPIC_PREFIX + group, int(group_conf.get("retryQueueNums", 1)), PERM_WRITE | PERM_READ,
                     sys_flag)
                 if created:
-                    self.ctx.register_soon()
+                    self.ctx.register_sync()
             self.ctx.consumers.register(group, channel, client, consumer, notify)
         channel.respond(request, ResponseCode.SUCCESS)
 

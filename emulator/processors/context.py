@@ -29,16 +29,11 @@ class BrokerContext:
     hold: object = None  # emulator.pull_hold.PullRequestHoldService
     pull_stats: object = None  # emulator.pull_stats.GroupGetStats
     schedule: object = None  # emulator.schedule.ScheduleMessageService
-    register_request: object = None
     register_now: object = None
 
-    def register_soon(self) -> None:
-        event = self.register_request
-        if event is not None:
-            event.set()  # type: ignore[attr-defined]
-
     def register_sync(self) -> None:
-        """Register with the name servers before answering (`registerIncrementBrokerData` in createTopic)."""
+        """Register with the name servers before answering: 4.9.1 calls `registerBrokerAll(false, true, true)` in the
+        request's thread when a topic is created (createTopic, a send's auto-create, a group's %RETRY%/%DLQ% topic)."""
         if self.register_now is not None:
             self.register_now()  # type: ignore[operator]
 

@@ -53,7 +53,7 @@ class SendMessageProcessor(Processor):
             conf = self.ctx.topics.create_in_send(topic, ext.get("defaultTopic", ""),
                                                   int(ext.get("defaultTopicQueueNums", "4")), 0)
             if conf is not None:
-                self.ctx.register_soon()
+                self.ctx.register_sync()
         if conf is None:
             channel.respond(request, ResponseCode.TOPIC_NOT_EXIST,
                             f"topic[{topic}] not exist, apply first please!{FAQ}", base)

@@ -50,7 +50,7 @@ class ConsumerSendMsgBackProcessor(Processor):
         sys_flag = 1 if ext.get("unitMode") == "true" else 0
         conf, created = self.ctx.topics.create_in_send_back(topic, retry_queues, PERM_WRITE | PERM_READ, sys_flag)
         if created:
-            self.ctx.register_soon()
+            self.ctx.register_sync()
         if not conf["perm"] & PERM_WRITE:
             channel.respond(request, ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden")
             return
@@ -72,7 +72,7 @@ class ConsumerSendMsgBackProcessor(Processor):
             queue_id = random.randrange(DLQ_NUMS_PER_GROUP)
             conf, created = self.ctx.topics.create_in_send_back(topic, DLQ_NUMS_PER_GROUP, PERM_WRITE, 0)
             if created:
-                self.ctx.register_soon()
+                self.ctx.register_sync()
             to_dlq = True
         else:
             to_dlq = False
