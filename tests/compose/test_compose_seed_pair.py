@@ -7,6 +7,7 @@ afterwards (nor the run's network namespace holder)."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -27,6 +28,7 @@ from harness.backends.compose_layout import project_name
 pytestmark = [pytest.mark.root, pytest.mark.docker, pytest.mark.spark]
 RUN_TIMEOUT_S = 600
 VERSION = "4.9.1"
+FULL_ENV = "RMQ_CHAOS_FULL_TESTS"
 
 
 @pytest.fixture(params=["emulator", "jvm"])
@@ -121,6 +123,9 @@ def test_slave_readonly_default_through_compose(tmp_path: Path, image: str) -> N
 
 
 def test_slave_readonly_fallbehind_1m_through_compose(tmp_path: Path, image: str) -> None:
+    if "emulator" in image and not os.environ.get(FULL_ENV):
+        pytest.skip(f"the emulator image's second seed run (2 min) runs with {FULL_ENV}=1: in the default run "
+                    "tests/harness/test_seed_pair.py runs this scenario and the first seed run here the compose path")
     code, run_dir, state = _run("slave-readonly-fallbehind-1m.yaml", tmp_path, image)
     requests, phase_start, readback = _common(run_dir, state, image)
     cluster = json.loads((run_dir / "cluster.json").read_text())
