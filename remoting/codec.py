@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import struct
 
+import orjson
+
 from remoting.codes import LanguageCode, SerializeType
 from remoting.command import RemotingCommand
 from remoting.errors import RemotingCommandException
@@ -41,6 +43,18 @@ def encode_header(cmd: RemotingCommand) -> bytes:
 
 
 def _encode_json_header(cmd: RemotingCommand) -> bytes:
+    """fastjson's compact layout, keys in bean order. orjson writes the same bytes as `json` with these options for
+    the header's ints and strings (control characters as \\uXXXX, no ASCII escaping); anything it refuses (a lone
+    surrogate, a non-string key, an int past 64 bits) and any peer-sent extra key go through `json`."""
+    if not cmd.extra_header:
+        try:
+            return orjson.dumps(_json_doc(cmd))
+        except (TypeError, orjson.JSONEncodeError):
+            pass
+    return _JSON.encode(_json_doc(cmd)).encode("utf-8")
+
+
+def _json_doc(cmd: RemotingCommand) -> dict:
     doc: dict = {"code": cmd.code}
     if cmd.ext_fields is not None:
         doc["extFields"] = cmd.ext_fields
@@ -54,27 +68,36 @@ def _encode_json_header(cmd: RemotingCommand) -> bytes:
     doc["version"] = cmd.version
     if cmd.extra_header:
         doc.update(cmd.extra_header)
-    return _JSON.encode(doc).encode("utf-8")
+    return doc
+
+
+_LANGUAGE_CODES = {lang.name: lang.value for lang in LanguageCode}
+_PAIR_CACHE: dict[tuple[str, str], bytes] = {}
+PAIR_CACHE_MAX = 4096
+"""Encoded (key, value) entries kept: a producer's fields are mostly the same from send to send (group, topic,
+queue id, flags); the cache is emptied when full, so unique values (timestamps, properties) never grow it."""
 
 
 def _encode_binary_header(cmd: RemotingCommand) -> bytes:
-    try:
-        language = LanguageCode[cmd.language].value
-    except KeyError:
-        language = LanguageCode.OTHER.value
-    parts = [_BIN_FIXED.pack(cmd.code, language, cmd.version, cmd.opaque, cmd.flag)]
+    language = _LANGUAGE_CODES.get(cmd.language, LanguageCode.OTHER.value)
     remark = cmd.remark.encode("utf-8") if cmd.remark else b""
-    parts.append(_INT.pack(len(remark)))
-    parts.append(remark)
-    ext_parts: list[bytes] = []
-    short, int_ = _SHORT.pack, _INT.pack
-    for key, value in (cmd.ext_fields or {}).items():
-        k, v = key.encode("utf-8"), value.encode("utf-8")
-        ext_parts += (short(len(k)), k, int_(len(v)), v)
-    ext = b"".join(ext_parts)
-    parts.append(int_(len(ext)))
-    parts.append(ext)
-    return b"".join(parts)
+    if cmd.ext_fields:
+        get = _PAIR_CACHE.get
+        ext = b"".join([get(item) or _binary_pair(item) for item in cmd.ext_fields.items()])
+    else:
+        ext = b""
+    return b"".join((_BIN_FIXED.pack(cmd.code, language, cmd.version, cmd.opaque, cmd.flag), _INT.pack(len(remark)),
+                     remark, _INT.pack(len(ext)), ext))
+
+
+def _binary_pair(item: tuple[str, str]) -> bytes:
+    """One extFields entry, not yet in the cache: short key length, key, int value length, value (UTF-8)."""
+    k, v = item[0].encode("utf-8"), item[1].encode("utf-8")
+    pair = _SHORT.pack(len(k)) + k + _INT.pack(len(v)) + v
+    if len(_PAIR_CACHE) >= PAIR_CACHE_MAX:
+        _PAIR_CACHE.clear()
+    _PAIR_CACHE[item] = pair
+    return pair
 
 
 def decode_frame(frame: bytes | memoryview) -> RemotingCommand:
@@ -100,6 +123,25 @@ def decode_frame(frame: bytes | memoryview) -> RemotingCommand:
 
 
 def _decode_json_header(raw: bytes) -> RemotingCommand:
+    """The fast path (orjson) takes the headers a Java peer writes: only the known keys, integer numbers, string
+    extFields values. Anything else, and anything orjson refuses, is decoded by `json` as before (orjson reads ints
+    past 64 bits as floats and refuses NaN, a BOM and lone surrogates, where `json` does not)."""
+    try:
+        doc = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        doc = None
+    if type(doc) is dict and _JSON_KEYS.issuperset(doc):
+        get = doc.get
+        code, ext, remark = get("code"), get("extFields"), get("remark")
+        language, version, opaque, flag = get("language", "JAVA"), get("version", 0), get("opaque", 0), get("flag", 0)
+        if (type(code) is int and type(version) is int and type(opaque) is int and type(flag) is int
+                and type(language) is str and (remark is None or type(remark) is str)
+                and (ext is None or (type(ext) is dict and all(type(v) is str for v in ext.values())))):
+            return RemotingCommand(code, language, version, opaque, flag, remark, ext, b"", SerializeType.JSON, {})
+    return _decode_json_header_generic(raw)
+
+
+def _decode_json_header_generic(raw: bytes) -> RemotingCommand:
     try:
         if raw[:1] == b"{" and raw[1:2] != b"\x00":  # UTF-8 without a BOM, as json.loads would detect it
             doc = _JSON_DECODER.decode(raw.decode("utf-8", "surrogatepass"))
