@@ -23,6 +23,7 @@ _JSON_KEYS = frozenset(("code", "extFields", "flag", "language", "opaque", "rema
                         "version"))
 _JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False)
 _JSON_DECODER = json.JSONDecoder()
+_STR_ONLY = frozenset((str,))
 _SERIALIZE_NAMES = {t: t.name for t in SerializeType} | {t.value: t.name for t in SerializeType}
 _LANGUAGES = {lang.value: lang.name for lang in LanguageCode}
 
@@ -103,17 +104,18 @@ def _binary_pair(item: tuple[str, str]) -> bytes:
 def decode_frame(frame: bytes | memoryview) -> RemotingCommand:
     """Decode one frame given without its 4-byte length field."""
     frame = memoryview(frame)
-    if len(frame) < 4:
-        raise RemotingCommandException(f"frame of {len(frame)} bytes has no header length")
+    size = len(frame)
+    if size < 4:
+        raise RemotingCommandException(f"frame of {size} bytes has no header length")
     (ori,) = _INT.unpack_from(frame, 0)
     serialize = (ori >> 24) & 0xFF
     header_length = ori & 0xFFFFFF
-    if header_length > len(frame) - 4:
-        raise RemotingCommandException(f"header length {header_length} exceeds the frame ({len(frame) - 4} bytes)")
+    if header_length > size - 4:
+        raise RemotingCommandException(f"header length {header_length} exceeds the frame ({size - 4} bytes)")
     header = frame[4 : 4 + header_length]
-    body = bytes(frame[4 + header_length :])
-    if serialize == SerializeType.JSON:
-        cmd = _decode_json_header(bytes(header))
+    body = bytes(frame[4 + header_length :]) if size > 4 + header_length else b""
+    if serialize == 0:  # SerializeType.JSON
+        cmd = _decode_json_header(header)
     elif serialize == SerializeType.ROCKETMQ:
         cmd = _decode_binary_header(header)
     else:
@@ -122,7 +124,7 @@ def decode_frame(frame: bytes | memoryview) -> RemotingCommand:
     return cmd
 
 
-def _decode_json_header(raw: bytes) -> RemotingCommand:
+def _decode_json_header(raw: bytes | memoryview) -> RemotingCommand:
     """The fast path (orjson) takes the headers a Java peer writes: only the known keys, integer numbers, string
     extFields values. Anything else, and anything orjson refuses, is decoded by `json` as before (orjson reads ints
     past 64 bits as floats and refuses NaN, a BOM and lone surrogates, where `json` does not)."""
@@ -136,12 +138,13 @@ def _decode_json_header(raw: bytes) -> RemotingCommand:
         language, version, opaque, flag = get("language", "JAVA"), get("version", 0), get("opaque", 0), get("flag", 0)
         if (type(code) is int and type(version) is int and type(opaque) is int and type(flag) is int
                 and type(language) is str and (remark is None or type(remark) is str)
-                and (ext is None or (type(ext) is dict and all(type(v) is str for v in ext.values())))):
+                and (ext is None or (type(ext) is dict and _STR_ONLY.issuperset(map(type, ext.values()))))):
             return RemotingCommand(code, language, version, opaque, flag, remark, ext, b"", SerializeType.JSON, {})
     return _decode_json_header_generic(raw)
 
 
-def _decode_json_header_generic(raw: bytes) -> RemotingCommand:
+def _decode_json_header_generic(raw: bytes | memoryview) -> RemotingCommand:
+    raw = bytes(raw)
     try:
         if raw[:1] == b"{" and raw[1:2] != b"\x00":  # UTF-8 without a BOM, as json.loads would detect it
             doc = _JSON_DECODER.decode(raw.decode("utf-8", "surrogatepass"))

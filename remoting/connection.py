@@ -46,12 +46,19 @@ def _gevent_patched() -> bool:
 
 
 def _gevent_yield() -> Callable[[], None] | None:
-    """`gevent.sleep(0)` when gevent has patched `socket`, else None."""
+    """`gevent.sleep(0)` when gevent has patched `socket`, else None (and gevent's hub API bound for
+    `GreenResponseFuture`)."""
+    global _get_hub, _Waiter
     if not _gevent_patched():
         return None
     from gevent import sleep
+    from gevent.hub import Waiter, get_hub
 
+    _get_hub, _Waiter = get_hub, Waiter
     return lambda: sleep(0)
+
+
+_get_hub = _Waiter = None
 
 
 class ResponseFuture:
@@ -127,14 +134,12 @@ class GreenResponseFuture:
     def wait_until(self, deadline: float) -> bool:
         """Wait until completed or `deadline` (time.monotonic) passed; never returns early (libev's timer counts
         from the loop's cached time, so a wake-up before the deadline waits again)."""
-        from gevent.hub import Waiter, get_hub
-
         while not self.done:
             left = deadline - time.monotonic()
             if left <= 0:
                 return self.done
-            hub = get_hub()
-            waiter = self._waiter = Waiter(hub)
+            hub = _get_hub()
+            waiter = self._waiter = _Waiter(hub)
             timer = hub.loop.timer(left)
             timer.start(waiter.switch, None)
             try:
