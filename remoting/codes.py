@@ -121,6 +121,8 @@ RPC_ONEWAY = 0x2
 VERSION_V4_9_1 = 395
 VERSION_V4_9_3 = 399
 VERSION_V5_3_0 = 473  # V5_0_0 is 413; each later release is two ordinals on (its _SNAPSHOT, itself)
+VERSION_V4_9_4 = 401
+VERSION_V5_0_0 = 413
 
 
 def response_code_name(code: int) -> str:
