@@ -61,11 +61,11 @@ def _gevent_yield() -> Callable[[], None] | None:
 _get_hub = _Waiter = None
 
 
-class ResponseFuture:
-    """Wait handle of one request (Java `ResponseFuture`): completed at most once, by whoever pops it from the
-    connection's table."""
+class _Future:
+    """What a request's wait handle holds: completed at most once, by whoever pops it from the connection's
+    table (Java `ResponseFuture`); the subclasses differ in how the waiter waits."""
 
-    __slots__ = ("opaque", "deadline", "closes", "response", "send_ok", "cause", "done_at", "_lock")
+    __slots__ = ("opaque", "deadline", "closes", "response", "send_ok", "cause", "done_at")
 
     def __init__(self, opaque: int, deadline: float = float("inf"), closes: bool = False) -> None:
         self.opaque = opaque
@@ -75,15 +75,28 @@ class ResponseFuture:
         self.send_ok = True
         self.cause: BaseException | None = None
         self.done_at = 0.0
+
+    def _settle(self, response: RemotingCommand | None, send_ok: bool, cause: BaseException | None,
+                at: float | None) -> None:
+        self.response = response
+        self.send_ok = send_ok
+        self.cause = cause
+        self.done_at = time.monotonic() if at is None else at
+
+
+class ResponseFuture(_Future):
+    """The wait handle with plain threads: a lock held until completion."""
+
+    __slots__ = ("_lock",)
+
+    def __init__(self, opaque: int, deadline: float = float("inf"), closes: bool = False) -> None:
+        super().__init__(opaque, deadline, closes)
         self._lock = threading.Lock()
         self._lock.acquire()
 
     def complete(self, response: RemotingCommand | None, send_ok: bool = True,
                  cause: BaseException | None = None, at: float | None = None) -> None:
-        self.response = response
-        self.send_ok = send_ok
-        self.cause = cause
-        self.done_at = time.monotonic() if at is None else at
+        self._settle(response, send_ok, cause, at)
         self._lock.release()
 
     def wait_until(self, deadline: float) -> bool:
@@ -96,31 +109,22 @@ class ResponseFuture:
                 return True
 
 
-class GreenResponseFuture:
-    """`ResponseFuture` under gevent: the waiting greenlet parks on a `Waiter` with a libev timer at its deadline and
+class GreenResponseFuture(_Future):
+    """The wait handle under gevent: the waiting greenlet parks on a `Waiter` with a libev timer at its deadline and
     `complete` schedules its wake-up on the hub; no lock and no `gevent.Timeout` per request (the lock's timed
     acquire cost a tenth of a send). Completed and waited on in the hub's thread (every greenlet's, when patched);
     a completion from another OS thread is handed to the hub thread-safely."""
 
-    __slots__ = ("opaque", "deadline", "closes", "response", "send_ok", "cause", "done_at", "done", "_waiter")
+    __slots__ = ("done", "_waiter")
 
     def __init__(self, opaque: int, deadline: float = float("inf"), closes: bool = False) -> None:
-        self.opaque = opaque
-        self.deadline = deadline
-        self.closes = closes
-        self.response: RemotingCommand | None = None
-        self.send_ok = True
-        self.cause: BaseException | None = None
-        self.done_at = 0.0
+        super().__init__(opaque, deadline, closes)
         self.done = False
         self._waiter = None
 
     def complete(self, response: RemotingCommand | None, send_ok: bool = True,
                  cause: BaseException | None = None, at: float | None = None) -> None:
-        self.response = response
-        self.send_ok = send_ok
-        self.cause = cause
-        self.done_at = time.monotonic() if at is None else at
+        self._settle(response, send_ok, cause, at)
         self.done = True
         waiter = self._waiter
         if waiter is not None:
