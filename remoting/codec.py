@@ -6,7 +6,10 @@ from __future__ import annotations
 import json
 import struct
 
-import orjson
+try:
+    import orjson
+except ImportError:  # the emulator's Docker image carries only the standard library: `json` does it all there
+    orjson = None
 
 from remoting.codes import LanguageCode, SerializeType
 from remoting.command import RemotingCommand
@@ -47,7 +50,7 @@ def _encode_json_header(cmd: RemotingCommand) -> bytes:
     """fastjson's compact layout, keys in bean order. orjson writes the same bytes as `json` with these options for
     the header's ints and strings (control characters as \\uXXXX, no ASCII escaping); anything it refuses (a lone
     surrogate, a non-string key, an int past 64 bits) and any peer-sent extra key go through `json`."""
-    if not cmd.extra_header:
+    if orjson is not None and not cmd.extra_header:
         try:
             return orjson.dumps(_json_doc(cmd))
         except (TypeError, orjson.JSONEncodeError):
@@ -128,6 +131,8 @@ def _decode_json_header(raw: bytes | memoryview) -> RemotingCommand:
     """The fast path (orjson) takes the headers a Java peer writes: only the known keys, integer numbers, string
     extFields values. Anything else, and anything orjson refuses, is decoded by `json` as before (orjson reads ints
     past 64 bits as floats and refuses NaN, a BOM and lone surrogates, where `json` does not)."""
+    if orjson is None:
+        return _decode_json_header_generic(raw)
     try:
         doc = orjson.loads(raw)
     except orjson.JSONDecodeError:
