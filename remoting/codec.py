@@ -50,12 +50,13 @@ def _encode_json_header(cmd: RemotingCommand) -> bytes:
     """fastjson's compact layout, keys in bean order. orjson writes the same bytes as `json` with these options for
     the header's ints and strings (control characters as \\uXXXX, no ASCII escaping); anything it refuses (a lone
     surrogate, a non-string key, an int past 64 bits) and any peer-sent extra key go through `json`."""
+    doc = _json_doc(cmd)
     if orjson is not None and not cmd.extra_header:
         try:
-            return orjson.dumps(_json_doc(cmd))
+            return orjson.dumps(doc)
         except (TypeError, orjson.JSONEncodeError):
             pass
-    return _JSON.encode(_json_doc(cmd)).encode("utf-8")
+    return _JSON.encode(doc).encode("utf-8")
 
 
 def _json_doc(cmd: RemotingCommand) -> dict:

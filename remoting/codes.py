@@ -120,9 +120,9 @@ RPC_ONEWAY = 0x2
 # MQVersion.CURRENT_VERSION ordinals sent in the header's `version`
 VERSION_V4_9_1 = 395
 VERSION_V4_9_3 = 399
-VERSION_V5_3_0 = 473  # V5_0_0 is 413; each later release is two ordinals on (its _SNAPSHOT, itself)
 VERSION_V4_9_4 = 401
 VERSION_V5_0_0 = 413
+VERSION_V5_3_0 = 473  # each release is two ordinals on from the one before (its _SNAPSHOT, itself)
 
 
 def response_code_name(code: int) -> str:
