@@ -1,4 +1,5 @@
-"""The Locust users: `RocketMQUser` sends one message per task through the client's shared `Producer`, and
+"""The Locust users: `RocketMQUser` sends through the client's shared `Producer` (one message per task; a
+closed-model user without think time sends again at once within its task while Locust lets it run), and
 `user_classes(spec)` makes one concrete class per client (`fixed_count` = the client's users).
 
 Open model: the user keeps its `OpenSchedule`; Locust's wait sleeps most of the way to the next slot (interruptible
@@ -10,9 +11,11 @@ named by its outcome word), including a send abandoned by a forced stop (recorde
 """
 from __future__ import annotations
 
+import gevent
 from gevent import GreenletExit
 from locust import User, task
 from locust.exception import StopUser
+from locust.user.task import LOCUST_STATE_RUNNING
 
 import logging
 import time
@@ -83,6 +86,20 @@ class RocketMQUser(User):
 
     @task
     def send(self) -> None:
+        """One send; a closed-model user without think time sends again at once while Locust lets it run (a
+        graceful stop or a user-count change marks it stopping: it ends with the send in hand), as a Java thread
+        does `while (true) producer.send(msg)`. Locust's wait between tasks only yields to the event loop, which a
+        send that ended in SEND_OK has done (it waited for the answer); one that failed may not have (a refused
+        connection, no route), so it yields then, as Locust's wait would."""
+        if self.open or self.think_s:
+            self._send_one()
+            return
+        while self._state == LOCUST_STATE_RUNNING:
+            if not self._send_one():
+                gevent.sleep(0)
+
+    def _send_one(self) -> bool:
+        """Whether the send ended in SEND_OK (an open user's woken early for a rate change: True, nothing sent)."""
         ctx = self.ctx
         if ctx.draining:
             raise StopUser()
@@ -90,7 +107,7 @@ class RocketMQUser(User):
             while True:
                 due = self.schedule.due_ns
                 if due is None or due - time.time_ns() > ALARM_LEAD_NS:
-                    return  # woke for a rate change or a capped wait: not this slot's time yet
+                    return True  # woke for a rate change or a capped wait: not this slot's time yet
                 ctx.alarm.sleep_until(due)
                 if ctx.draining:
                     raise StopUser()
@@ -119,9 +136,10 @@ class RocketMQUser(User):
             error = e
         end = time.time_ns()
         ctx.in_flight -= 1
-        self._record(seq, key, message, intended, start, end, result, error)
+        return self._record(seq, key, message, intended, start, end, result, error)
 
-    def _record(self, seq, key, message, intended, start, end, result, error, abandoned=False) -> None:
+    def _record(self, seq, key, message, intended, start, end, result, error, abandoned=False) -> bool:
+        """Record the send (row and Locust event); whether it ended in SEND_OK."""
         if abandoned:
             outcome, code, remark, attempts = ABANDONED_OUTCOME, None, ABANDONED_REMARK, None
         elif isinstance(error, RemotingError) or result is not None:
@@ -143,6 +161,7 @@ class RocketMQUser(User):
             request_type=REQUEST_TYPE, name=self.client_name, response_time=latency_ms,
             response_length=self.size, response=result, context={"outcome": outcome},
             exception=None if outcome == SEND_OK else SendFailure(outcome, code, remark))
+        return outcome == SEND_OK
 
 
 def user_classes(spec: LoadSpec) -> list[type[RocketMQUser]]:

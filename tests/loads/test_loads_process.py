@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import time
 
 import pytest
@@ -113,6 +114,24 @@ def test_broker_rejections_become_rows_and_locust_failures_named_by_outcome(run_
     assert result["result"]["locust"] == {"requests": len(rows), "failures": len(rows),
                                           "errors": {"MQBrokerException(2)": len(rows)}}
     assert result["stats"]["outcomes"] == {"MQBrokerException": len(rows)}
+
+
+def test_closed_users_whose_sends_fail_at_once_still_let_the_load_answer_and_stop(run_dir, start_load):
+    """A closed user without think time sends again within its task, without Locust's wait in between: sends
+    that fail fast (no name server listens, every connection is refused) must still let the event loop run, or
+    the process would push no figures and never read its control pipe again."""
+    with socket.socket() as s:  # a port on which nothing listens
+        s.bind(("127.0.0.1", 0))
+        dead = f"127.0.0.1:{s.getsockname()[1]}"
+    load = start_load({"topic": "LoadTopic", "namesrv": dead, "model": "closed", "users": 4,
+                       "clients": [{"name": "flood"}]})
+    wait_for(lambda: load.stats()["rows_written"] >= 20, 10, "rows of failed sends on disk")  # figures pushed
+    result = load.stop()  # answered on the control pipe
+    assert result["reason"] == "stop"
+    rows = list(rows_by_key(run_dir).values())
+    assert len(rows) == result["result"]["fired"] and rows
+    assert {r["outcome"] for r in rows} <= {"MQClientException", "RemotingConnectException"}, \
+        {r["outcome"] for r in rows}
 
 
 def test_bad_spec_is_refused_before_anything_starts(tmp_path):
