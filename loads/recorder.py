@@ -217,9 +217,9 @@ class RequestRecorder:
         latency_ms = (end - intended) / NS_PER_MS
         phase_index = np.searchsorted(phase_starts, intended, side="right") - 1
         arrays: dict[str, pa.Array] = {
-            "run_id": pa.array(np.full(n, self.run_id, dtype=object), pa.string()),
-            "worker": pa.array(np.full(n, self.worker, dtype=object), pa.string()),
-            "topic": pa.array(np.full(n, self.topic, dtype=object), pa.string()),
+            "run_id": pa.repeat(pa.scalar(self.run_id, pa.string()), n),
+            "worker": pa.repeat(pa.scalar(self.worker, pa.string()), n),
+            "topic": pa.repeat(pa.scalar(self.topic, pa.string()), n),
             "seq": pa.array(seq, pa.int64()),
             "key": pc.binary_join_element_wise(harness_key(self.run_id, self.worker, ""),
                                                pc.cast(pa.array(seq), pa.string()), ""),

@@ -73,15 +73,19 @@ class UniqIdGenerator:
         self._counter = itertools.count()
         self._lock = threading.Lock()
         self._start, self._next_start = _month_start_ms(int(time.time() * 1000))
+        self._prefix = (-1, "")
 
     def create(self) -> str:
-        now = int(time.time() * 1000)
-        if now >= self._next_start:
-            with self._lock:
-                if now >= self._next_start:
-                    self._start, self._next_start = _month_start_ms(now)
-        diff = (now - self._start) & 0xFFFFFFFF
-        return f"{self.fix_string}{diff:08X}{next(self._counter) & 0xFFFF:04X}"  # struct ">IH", in hex
+        now = time.time_ns() // 1_000_000
+        at, prefix = self._prefix  # one attribute, so threads never pair a prefix with another millisecond
+        if now != at:  # the prefix changes once a millisecond: a send in the same one reuses it
+            if now >= self._next_start:
+                with self._lock:
+                    if now >= self._next_start:
+                        self._start, self._next_start = _month_start_ms(now)
+            prefix = f"{self.fix_string}{(now - self._start) & 0xFFFFFFFF:08X}"
+            self._prefix = (now, prefix)
+        return f"{prefix}{next(self._counter) & 0xFFFF:04X}"  # struct ">IH", in hex
 
 
 _generator: UniqIdGenerator | None = None

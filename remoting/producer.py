@@ -55,6 +55,7 @@ SEND_STATUS_BY_CODE = {
 }
 DEFAULT_REGION_ID = "DefaultRegion"
 CLIENT_INNER_PRODUCER_GROUP = "CLIENT_INNER_PRODUCER"
+SEND_MESSAGE_V2 = int(RequestCode.SEND_MESSAGE_V2)
 FIRST_HEARTBEAT_DELAY_S = 1.0  # MQClientInstance.startScheduledTask: heartbeat after 1000 ms
 
 
@@ -123,6 +124,15 @@ class Producer:
         self._stop = threading.Event()
         self._background: threading.Thread | None = None
         self._background_lock = threading.Lock()
+        # SendMessageRequestHeaderV2 fields: single letters, whose HashMap order is their alphabetical order
+        # (test_profile_wire_details_and_compression checks it against SendMessageRequestHeaderV2.to_fields());
+        # a send copies this and fills in the blanks (a key put again keeps its place)
+        profile = self.profile
+        self._v2_fields: dict[str, str | None] = {
+            "a": group, "b": None, "c": profile.create_topic_key, "d": str(profile.default_topic_queue_nums),
+            "e": None, "f": None, "g": None, "h": None, "i": None, "j": "0", "k": "false", "m": "false"}
+        if profile.send_broker_name:
+            self._v2_fields["n"] = None
 
     @property
     def client_id(self) -> str:
@@ -269,17 +279,19 @@ class Producer:
 
             body = zlib.compress(body, profile.compress_level)
             sys_flag |= COMPRESSED_FLAG | profile.compression_type_flag
-        if props.get(PROPERTY_TRANSACTION_PREPARED, "").lower() == "true":
+        prepared = props.get(PROPERTY_TRANSACTION_PREPARED)
+        if prepared is not None and prepared.lower() == "true":
             sys_flag |= TRANSACTION_PREPARED_TYPE
-        # SendMessageRequestHeaderV2 fields: single letters, whose HashMap order is their alphabetical order
-        # (test_profile_wire_details_and_compression checks it against SendMessageRequestHeaderV2.to_fields())
-        fields = {"a": self.group, "b": message.topic, "c": profile.create_topic_key,
-                  "d": str(profile.default_topic_queue_nums), "e": str(mq.queue_id), "f": str(sys_flag),
-                  "g": str(int(time.time() * 1000)), "h": str(message.flag), "i": properties_to_string(props),
-                  "j": "0", "k": "false", "m": "false"}
-        if profile.send_broker_name:
+        fields = self._v2_fields.copy()
+        fields["b"] = topic = message.topic
+        fields["e"] = str(mq.queue_id)
+        fields["f"] = str(sys_flag)
+        fields["g"] = str(time.time_ns() // 1_000_000)
+        fields["h"] = str(message.flag)
+        fields["i"] = properties_to_string(props)
+        if "n" in fields:
             fields["n"] = mq.broker_name
-        if message.topic.startswith("%RETRY%"):  # sendKernelImpl: the retry counts travel in the header
+        if topic.startswith("%RETRY%"):  # sendKernelImpl: the retry counts travel in the header
             reconsume = props.pop("RECONSUME_TIME", None)
             max_reconsume = props.pop("MAX_RECONSUME_TIMES", None)
             if reconsume is not None or max_reconsume is not None:
@@ -288,9 +300,8 @@ class Producer:
                 if max_reconsume is not None:
                     fields["l"] = max_reconsume
                 fields = dict(sorted(fields.items()))
-        return RemotingCommand(code=RequestCode.SEND_MESSAGE_V2, language=profile.language, version=profile.version,
-                               opaque=next_opaque(), ext_fields=fields, body=body,
-                               serialize_type=profile.serialize_type)
+        return RemotingCommand(SEND_MESSAGE_V2, profile.language, profile.version, next_opaque(), 0, None, fields,
+                               body, profile.serialize_type, {})
 
     def _process_send_response(self, mq: MessageQueue, message: Message, response: RemotingCommand,
                                addr: str) -> SendResult:
@@ -298,14 +309,16 @@ class Producer:
         status = SEND_STATUS_BY_CODE.get(response.code)
         if status is None:
             raise MQBrokerException(response.code, response.remark, addr)
-        header = SendMessageResponseHeader.from_fields(response.ext_fields)
-        ext = response.ext_fields or {}
-        return SendResult(
-            status=status, msg_id=message.uniq_key or "", offset_msg_id=header.msgId or "",
-            broker_name=mq.broker_name, queue_id=header.queueId if header.queueId is not None else mq.queue_id,
-            queue_offset=header.queueOffset or 0, topic=message.topic, addr=addr, response_code=response.code,
-            remark=response.remark, region_id=ext.get(PROPERTY_MSG_REGION) or DEFAULT_REGION_ID,
-            trace_on=ext.get(PROPERTY_TRACE_SWITCH) != "false", transaction_id=header.transactionId)
+        ext = response.ext_fields
+        header = SendMessageResponseHeader.from_fields(ext)
+        if ext is None:
+            ext = {}
+        queue_id = header.queueId
+        return SendResult(  # positional, in the field order (the send path's hottest constructor)
+            status, message.properties.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or "", header.msgId or "",
+            mq.broker_name, mq.queue_id if queue_id is None else queue_id, header.queueOffset or 0, message.topic,
+            addr, response.code, response.remark, ext.get(PROPERTY_MSG_REGION) or DEFAULT_REGION_ID,
+            ext.get(PROPERTY_TRACE_SWITCH) != "false", header.transactionId, [])
 
     # -- background: route refresh and heartbeats ---------------------------------------------------------------
 

@@ -103,6 +103,19 @@ def test_uniq_key_layout_like_message_client_id_setter():
     assert len(create_uniq_id()) == 32 and create_uniq_id() != create_uniq_id()
 
 
+def test_uniq_key_time_is_the_millisecond_of_its_creation_as_the_clock_moves():
+    """The time part is reused within a millisecond: ids made across many milliseconds each carry their own."""
+    gen = UniqIdGenerator(ip=bytes([127, 0, 0, 1]), pid=1, loader_hash=2)
+    month_start = gen._start
+    seen = set()
+    while len(seen) < 20:
+        before = time.time_ns() // 1_000_000
+        ms = int(gen.create()[20:28], 16)
+        after = time.time_ns() // 1_000_000
+        assert before - month_start <= ms <= after - month_start
+        seen.add(ms)
+
+
 def test_offset_msg_id_round_trip(wire_dir):
     response = json.loads(frames(wire_dir, "310_SEND_MESSAGE_V2_SEND_OK.json")[1]["header_json"])
     assert create_offset_msg_id("127.0.0.1:10911", 0x172) == response["extFields"]["msgId"]
