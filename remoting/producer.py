@@ -251,9 +251,10 @@ class Producer:
             if addr is None:
                 raise MQClientException.wrapping(f"The broker[{mq.broker_name}] not exist", None)
             request = self._request(message, mq)
-            if timeout < now_ms() - begin:
+            cost = now_ms() - begin  # one reading for the check and the budget, as sendKernelImpl's costTimeSync
+            if timeout < cost:
                 raise RemotingTooMuchRequestException("sendKernelImpl call timeout")
-            response = self.client.invoke_sync(addr, request, timeout - (now_ms() - begin))
+            response = self.client.invoke_sync(addr, request, timeout - cost)
             attempt.response_code = response.code
             attempt.remark = response.remark
             return self._process_send_response(mq, message, response, addr)
