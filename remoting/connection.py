@@ -48,17 +48,20 @@ def _gevent_patched() -> bool:
 def _gevent_yield() -> Callable[[], None] | None:
     """`gevent.sleep(0)` when gevent has patched `socket`, else None (and gevent's hub API bound for
     `GreenResponseFuture`)."""
-    global _get_hub, _Waiter
+    global _get_hub, _Waiter, _os_get_ident
     if not _gevent_patched():
         return None
-    from gevent import sleep
+    from gevent import monkey, sleep
     from gevent.hub import Waiter, get_hub
 
     _get_hub, _Waiter = get_hub, Waiter
+    _os_get_ident = monkey.get_original("_thread", "get_ident")
     return lambda: sleep(0)
 
 
 _get_hub = _Waiter = None
+_os_get_ident: Callable[[], int] | None = None
+"""The OS thread's id (`threading.get_ident` is the greenlet's once gevent patched `threading`)."""
 
 
 class _Future:
@@ -118,7 +121,9 @@ class GreenResponseFuture(_Future):
     __slots__ = ("done", "_waiter")
 
     def __init__(self, opaque: int, deadline: float = float("inf"), closes: bool = False) -> None:
-        super().__init__(opaque, deadline, closes)
+        # the base's fields set here, not through super().__init__: one of these is made per send
+        self.opaque, self.deadline, self.closes = opaque, deadline, closes
+        self.response, self.send_ok, self.cause, self.done_at = None, True, None, 0.0
         self.done = False
         self._waiter = None
 
@@ -130,7 +135,7 @@ class GreenResponseFuture(_Future):
         if waiter is not None:
             self._waiter = None
             hub = waiter.hub
-            if hub.thread_ident == _os_thread_ident():
+            if hub.thread_ident == _os_get_ident():  # bound by _gevent_yield, as this class is only used then
                 hub.loop.run_callback(waiter.switch, None)
             else:
                 hub.loop.run_callback_threadsafe(waiter.switch, None)
@@ -154,17 +159,6 @@ class GreenResponseFuture(_Future):
         return True
 
 
-_os_get_ident: Callable[[], int] | None = None
-
-
-def _os_thread_ident() -> int:
-    """The OS thread's id (`threading.get_ident` is the greenlet's once gevent patched `threading`)."""
-    global _os_get_ident
-    if _os_get_ident is None:
-        from gevent import monkey
-
-        _os_get_ident = monkey.get_original("_thread", "get_ident")
-    return _os_get_ident()
 
 
 class Connection:
@@ -385,7 +379,7 @@ class Connection:
                         elif self.closing_deadline < now:  # closed by a timeout before it came
                             future.complete(None, send_ok=False, at=self.closing_deadline)
                         else:
-                            future.complete(cmd)
+                            future.complete(cmd, at=now)
                 elif self.request_handlers is not None and cmd.code in self.request_handlers:
                     self._process_request(self.request_handlers[cmd.code], cmd)
                 elif not cmd.is_oneway:

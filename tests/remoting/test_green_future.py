@@ -4,6 +4,7 @@ later (it would resume a greenlet that is waiting for something else). Run on ge
 from __future__ import annotations
 
 import gevent
+from gevent import monkey
 from gevent.event import Event
 from gevent.hub import Waiter, get_hub
 
@@ -20,6 +21,7 @@ from remoting.connection import GreenResponseFuture
 def hub_api(monkeypatch):
     monkeypatch.setattr(connection, "_get_hub", get_hub)
     monkeypatch.setattr(connection, "_Waiter", Waiter)
+    monkeypatch.setattr(connection, "_os_get_ident", monkey.get_original("_thread", "get_ident"))
 
 
 def test_a_completion_before_the_wait_returns_at_once() -> None:
