@@ -89,8 +89,8 @@ class RocketMQUser(User):
         """One send; a closed-model user without think time sends again at once while Locust lets it run (a
         graceful stop or a user-count change marks it stopping: it ends with the send in hand), as a Java thread
         does `while (true) producer.send(msg)`. Locust's wait between tasks only yields to the event loop, which a
-        send that ended in SEND_OK has done (it waited for the answer); one that failed may not have (a refused
-        connection, no route), so it yields then, as Locust's wait would."""
+        send that ended in SEND_OK has done (it waited for the answer); one that failed need not have (an error raised
+        before any network wait), so it yields then, as Locust's wait would."""
         if self.open or self.think_s:
             self._send_one()
             return

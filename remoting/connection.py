@@ -159,8 +159,6 @@ class GreenResponseFuture(_Future):
         return True
 
 
-
-
 class Connection:
     """A client connection. `connect()` opens it; `invoke(request, timeout_ms)` sends and waits."""
 

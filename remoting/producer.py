@@ -124,15 +124,7 @@ class Producer:
         self._stop = threading.Event()
         self._background: threading.Thread | None = None
         self._background_lock = threading.Lock()
-        # SendMessageRequestHeaderV2 fields: single letters, whose HashMap order is their alphabetical order
-        # (test_profile_wire_details_and_compression checks it against SendMessageRequestHeaderV2.to_fields());
-        # a send copies this and fills in the blanks (a key put again keeps its place)
-        profile = self.profile
-        self._v2_fields: dict[str, str | None] = {
-            "a": group, "b": None, "c": profile.create_topic_key, "d": str(profile.default_topic_queue_nums),
-            "e": None, "f": None, "g": None, "h": None, "i": None, "j": "0", "k": "false", "m": "false"}
-        if profile.send_broker_name:
-            self._v2_fields["n"] = None
+        self._v2_template: tuple[ClientProfile | None, str, dict[str, str | None]] = (None, "", {})
 
     @property
     def client_id(self) -> str:
@@ -283,7 +275,10 @@ class Producer:
         prepared = props.get(PROPERTY_TRANSACTION_PREPARED)
         if prepared is not None and prepared.lower() == "true":
             sys_flag |= TRANSACTION_PREPARED_TYPE
-        fields = self._v2_fields.copy()
+        made_for, group, template = self._v2_template
+        if made_for is not profile or group is not self.group:
+            template = self._v2_fields(profile)
+        fields = template.copy()
         fields["b"] = topic = message.topic
         fields["e"] = str(mq.queue_id)
         fields["f"] = str(sys_flag)
@@ -303,6 +298,19 @@ class Producer:
                 fields = dict(sorted(fields.items()))
         return RemotingCommand(SEND_MESSAGE_V2, profile.language, profile.version, next_opaque(), 0, None, fields,
                                body, profile.serialize_type, {})
+
+    def _v2_fields(self, profile: ClientProfile) -> dict[str, str | None]:
+        """SendMessageRequestHeaderV2's fields with this producer's constants and blanks for the rest: single letters,
+        whose HashMap order is their alphabetical order (test_profile_wire_details_and_compression checks it against
+        SendMessageRequestHeaderV2.to_fields()). A send copies it and fills in the blanks (a key put again keeps its
+        place); it is made again when the profile or the group changed."""
+        fields: dict[str, str | None] = {
+            "a": self.group, "b": None, "c": profile.create_topic_key, "d": str(profile.default_topic_queue_nums),
+            "e": None, "f": None, "g": None, "h": None, "i": None, "j": "0", "k": "false", "m": "false"}
+        if profile.send_broker_name:
+            fields["n"] = None
+        self._v2_template = (profile, self.group, fields)
+        return fields
 
     def _process_send_response(self, mq: MessageQueue, message: Message, response: RemotingCommand,
                                addr: str) -> SendResult:

@@ -2,6 +2,7 @@
 that answer with a chosen code, after a delay, or never (DefaultMQProducerImpl.sendDefaultImpl)."""
 from __future__ import annotations
 
+import dataclasses
 import re
 import threading
 import time
@@ -20,6 +21,7 @@ from remoting.headers import SendMessageRequestHeaderV2
 from remoting.message import Message
 from remoting.outcome import outcome_of
 from remoting.producer import Producer
+from remoting.profiles import resolve_profile
 from remoting.route import TopicRouteData
 
 TOPIC = "ChaosTopic"
@@ -228,6 +230,19 @@ def test_profile_wire_details_and_compression(cluster, profile, version, flag, h
     assert header.f == flag and zlib.decompress(request.body) == body
     assert (header.n == "broker-a") is has_n
     assert list(request.ext_fields) == list(header.to_fields())
+
+
+def test_the_header_follows_a_profile_or_group_changed_after_sends(cluster):
+    namesrv, servers = cluster({"broker-a": None})
+    producer = cluster.producer(namesrv, "java-4.9.1")
+    producer.send(Message(TOPIC, b"m"))
+    producer.profile = dataclasses.replace(resolve_profile("java-5.3"), default_topic_queue_nums=8)
+    producer.group = "other-group"
+    producer.send(Message(TOPIC, b"m"))
+    first, second = (SendMessageRequestHeaderV2.from_fields(r.ext_fields)
+                     for r in servers["broker-a"].requests_with(310))
+    assert (first.d, first.n) == (4, None) and first.a != "other-group"
+    assert (second.a, second.d, second.n) == ("other-group", 8, "broker-a")
 
 
 def test_one_producer_shared_by_many_threads_uses_one_connection(cluster):
