@@ -121,9 +121,7 @@ class GreenResponseFuture(_Future):
     __slots__ = ("done", "_waiter")
 
     def __init__(self, opaque: int, deadline: float = float("inf"), closes: bool = False) -> None:
-        # the base's fields set here, not through super().__init__: one of these is made per send
-        self.opaque, self.deadline, self.closes = opaque, deadline, closes
-        self.response, self.send_ok, self.cause, self.done_at = None, True, None, 0.0
+        super().__init__(opaque, deadline, closes)
         self.done = False
         self._waiter = None
 

@@ -51,11 +51,6 @@ def java_hashmap_order(keys, initial_capacity: int = DEFAULT_CAPACITY) -> list[s
     return list(_order(tuple(keys), initial_capacity))
 
 
-def java_hashmap_keys(keys: tuple[str, ...], initial_capacity: int = DEFAULT_CAPACITY) -> tuple[str, ...]:
-    """`java_hashmap_order` as a tuple, for the send path: the order of a key tuple is computed once."""
-    return _order(keys, initial_capacity)
-
-
 def java_ordered(values: dict[str, str], initial_capacity: int = DEFAULT_CAPACITY) -> dict[str, str]:
     """`values` (in insertion order) re-ordered as Java's HashMap would iterate them."""
     return {k: values[k] for k in _order(tuple(values), initial_capacity)}

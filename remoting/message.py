@@ -4,7 +4,7 @@ Java HashMap order, trailing separator dropped as 4.9.1 does; parsed like `Messa
 The stored (commitlog) format is in `remoting.stored`, message ids in `remoting.message_id`; both are re-exported."""
 from __future__ import annotations
 
-from remoting.hashmap import java_hashmap_keys
+from remoting.hashmap import java_hashmap_order
 
 NAME_VALUE_SEPARATOR = "\x01"
 PROPERTY_SEPARATOR = "\x02"
@@ -104,7 +104,7 @@ def properties_to_string(properties: dict[str, str | None] | None) -> str:
         return ""
     return PROPERTY_SEPARATOR.join([
         f"{name}{NAME_VALUE_SEPARATOR}{value}"
-        for name in java_hashmap_keys(tuple(properties))
+        for name in java_hashmap_order(properties)
         if (value := properties[name]) is not None
     ])
 

@@ -324,7 +324,7 @@ class Producer:
             ext = {}
         queue_id = header.queueId
         return SendResult(  # positional, in the field order (the send path's hottest constructor)
-            status, message.properties.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or "", header.msgId or "",
+            status, message.uniq_key or "", header.msgId or "",
             mq.broker_name, mq.queue_id if queue_id is None else queue_id, header.queueOffset or 0, message.topic,
             addr, response.code, response.remark, ext.get(PROPERTY_MSG_REGION) or DEFAULT_REGION_ID,
             ext.get(PROPERTY_TRACE_SWITCH) != "false", header.transactionId, [])
