@@ -5,8 +5,9 @@ measured with psutil over a steady window after a warm-up). Goal: >= 30k sends p
     .venv/bin/python benchmarks/loads_throughput.py [--users 64] [--seconds 10] [--workers 0] \
         [--serialize-type JSON|ROCKETMQ]
 
-Every send still makes its request row (the table's last line: outcomes and rows written). With `--workers N` the
-figure counts the N workers' CPU (the master's is printed apart).
+Every send still makes its request row, and Locust's statistics count it (the last line: outcomes, rows written and
+Locust's counts, fed from the rows). With `--workers N` the figure counts the N workers' CPU (the master's is
+printed apart).
 
 The broker runs in its own process (`tests/loads/scripted_broker.py --no-record`) so it does not share the
 generator's core accounting.
@@ -84,7 +85,10 @@ def main() -> int:
     console.print(table)
     if args.workers:
         console.print(f"master process CPU over the whole run: {master_cpu:.2f} s (not counted above)")
-    console.print(f"outcomes: {result['stats']['outcomes']}; rows written {result['result']['rows']:,}")
+    locust = result["result"].get("locust", {})
+    console.print(f"outcomes: {result['stats']['outcomes']}; rows written {result['result']['rows']:,}; "
+                  f"Locust's statistics: {locust.get('requests', 0):,} requests, {locust.get('failures', 0):,} "
+                  f"failures")
     return 0
 
 

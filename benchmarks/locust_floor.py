@@ -1,7 +1,8 @@
 """The floor under `loads_throughput.py`'s figure: what Locust and gevent alone cost per task, with no protocol,
 socket or record. 64 users with no think time run, in turns, a task that
 - `empty`: does nothing;
-- `event`: fires Locust's `request` event, as every send does;
+- `event`: fires Locust's `request` event, as every send did until Locust's statistics were fed from the rows in
+  batches (loads/locust_feed.py);
 - `switch`: waits for another greenlet to answer it (one switch there and back, as a send waits for its response);
 - `event+switch`: both, which is the part of a send that Locust and gevent cost.
 Each variant prints tasks per CPU second of this process (user + system, after a warm-up). The difference between

@@ -51,7 +51,8 @@ class LoadContext:
     """Shared state of the users of one process."""
 
     def __init__(self, spec: LoadSpec, run_dir: str | Path, run_id: str, worker: str,
-                 on_batch: Callable[[BatchSummary], None] | None = None) -> None:
+                 on_batch: Callable[[BatchSummary], None] | None = None,
+                 on_rows: Callable[[list[tuple]], Callable[[], None] | None] | None = None) -> None:
         self.spec, self.run_id, self.worker = spec, run_id, worker
         layout = RunLayout.of(run_dir)
         layout.requests.mkdir(parents=True, exist_ok=True)
@@ -68,7 +69,7 @@ class LoadContext:
         self.producers = ProducerPool(spec)
         self.recorder = RequestRecorder(layout.requests, run_id, worker, spec.topic, self.phases,
                                         interval_s=spec.flush_interval_s, on_batch=on_batch,
-                                        gauges=lambda: (self.fired, self.in_flight))
+                                        gauges=lambda: (self.fired, self.in_flight), on_rows=on_rows)
         self._schedules: dict[str, weakref.WeakSet[OpenSchedule]] = {c.name: weakref.WeakSet() for c in spec.clients}
         self._user_index = {c.name: itertools.count() for c in spec.clients}
         self._alarm: PreciseAlarm | None = None

@@ -1,7 +1,8 @@
 """`LoadPlugin`: attaches the load to a Locust `Environment`, whatever its runner (local, master or worker).
 
 Processes that run users get a `LoadContext` when the test starts (a worker's index is known by then, so its rows
-and keys are named `w<index>`), flush their rows when the test stops and close on quit. Between the master and its
+and keys are named `w<index>`), flush their rows when the test stops and close on quit; their rows feed Locust's
+own statistics (`LocustFeed`). Between the master and its
 workers it uses Locust's custom messages: the master sends `rmq_phase` (every worker acknowledges with
 `rmq_phase_ack`) and `rmq_drain` (every worker answers `rmq_drained` with its totals once its last row is written);
 workers send `rmq_batch` summaries, which the master adds up for progress. The controller API (`set_phase`,
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from loads.context import LoadContext, attach_context
+from loads.locust_feed import LocustFeed
 from loads.phasebook import PhaseBook
 from loads.spec import LoadSpec
 from loads.tally import BatchSummary, Tally
@@ -82,7 +84,9 @@ class LoadPlugin:
         if self.ctx is not None:
             return  # a restarted test (web UI) continues the same context: keys and parts go on
         on_batch = self.tally.add if isinstance(self.runner, LocalRunner) else self._send_batch
-        self.ctx = LoadContext(self.spec, self.run_dir, self.run_id, self.worker, on_batch=on_batch)
+        feed = LocustFeed(self.environment, {c.name: c.message_size for c in self.spec.clients})
+        self.ctx = LoadContext(self.spec, self.run_dir, self.run_id, self.worker, on_batch=on_batch,
+                               on_rows=feed.digest)
         attach_context(self.environment, self.ctx)
         for msg in self._pending_phases:
             self.ctx.set_phase(msg["name"], msg["rate"], msg["at_ns"])

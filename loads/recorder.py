@@ -7,7 +7,8 @@ rename), so memory stays flat on long runs and a killed process leaves only whol
 a greenlet that hands the Arrow conversion and the file write to a native thread of the hub's pool (the event loop
 keeps serving sends meanwhile); without gevent it is a plain thread. The phase of a row is looked up by its
 intended time when the batch is written (see `PhaseBook`). Every written batch also yields a `BatchSummary` for the
-progress figures.
+progress figures. `on_rows` (Locust's statistics, `loads.locust_feed`) gets every row once, in the writer's thread,
+when a batch takes it (also a row held back for the next batch).
 """
 from __future__ import annotations
 
@@ -78,7 +79,8 @@ class RequestRecorder:
 
     def __init__(self, requests_dir: str | Path, run_id: str, worker: str, topic: str, phases: PhaseBook,
                  interval_s: float = 1.0, on_batch: Callable[[BatchSummary], None] | None = None,
-                 gauges: Callable[[], tuple[int, int]] | None = None) -> None:
+                 gauges: Callable[[], tuple[int, int]] | None = None,
+                 on_rows: Callable[[list[tuple]], Callable[[], None] | None] | None = None) -> None:
         self.directory = Path(requests_dir)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.run_id, self.worker, self.topic = run_id, worker, topic
@@ -88,7 +90,12 @@ class RequestRecorder:
         self.gauges = gauges or (lambda: (0, 0))
         self.rows_written = 0
         self.parts: list[Path] = []
+        self.on_rows = on_rows
+        """Called in the writer's thread with the rows a batch takes that it was not given before; what it returns
+        (if not None) is then called in the caller's thread (the event loop's)."""
         self._rows: list[tuple] = []
+        self._given = 0
+        """How many rows at the head of the buffer `on_rows` already had (held back or not written)."""
         self._since_ns = time.time_ns()
         self._lock = threading.Lock()  # a gevent lock once patched: serializes batches among greenlets
         self._stop = threading.Event()
@@ -150,28 +157,46 @@ class RequestRecorder:
         worker labels them. Returns what was written."""
         with self._lock:
             rows, self._rows = self._rows, []
-            now = time.time_ns()
-            since, self._since_ns = self._since_ns, now
-            fired, in_flight = self.gauges()
-            phases = self.phases.snapshot()
-            cutoff = None if final else now - PHASE_GRACE_NS
+            given, self._given = self._given, 0
             try:
-                if self._gevent:
-                    from gevent import get_hub
-
-                    summary, held = get_hub().threadpool.apply(self._write, (rows, phases, since, now, cutoff))
-                else:
-                    summary, held = self._write(rows, phases, since, now, cutoff)
+                if self.on_rows is not None and given < len(rows):
+                    self._give(rows[given:])
+                    given = len(rows)
+                now = time.time_ns()
+                since, self._since_ns = self._since_ns, now
+                fired, in_flight = self.gauges()
+                phases = self.phases.snapshot()
+                cutoff = None if final else now - PHASE_GRACE_NS
+                summary, held = self._in_writer_thread(self._write, rows, phases, since, now, cutoff)
             except BaseException:
                 self._rows[:0] = rows  # not written: keep them for the next attempt
+                self._given = given
                 raise
             if held:
                 self._rows[:0] = held
+                self._given = len(held)
             summary.fired, summary.in_flight = fired, in_flight
             summary.parts, summary.rows_written = len(self.parts), self.rows_written
         if self.on_batch is not None:
             self.on_batch(summary)
         return summary
+
+    def _in_writer_thread(self, fn: Callable, *args):
+        """`fn(*args)` in a native thread of the hub's pool under gevent (the event loop keeps serving), else here."""
+        if self._gevent:
+            from gevent import get_hub
+
+            return get_hub().threadpool.apply(fn, args)
+        return fn(*args)
+
+    def _give(self, rows: list[tuple]) -> None:
+        """Hand `rows` to `on_rows`; a failure there is logged, never lost rows."""
+        try:
+            then = self._in_writer_thread(self.on_rows, rows)
+            if then is not None:
+                then()
+        except Exception:
+            log.exception("on_rows failed for %d rows", len(rows))
 
     def _write(self, rows: list[tuple], phases: PhaseBook, since_ns: int, now_ns: int,
                cutoff_ns: int | None) -> tuple[BatchSummary, list[tuple]]:

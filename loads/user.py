@@ -6,8 +6,9 @@ Open model: the user keeps its `OpenSchedule`; Locust's wait sleeps most of the 
 by a stop), the precise alarm the rest, and the send's latency counts from the slot's intended start, however late
 the send really started. Closed model: send, think, send again; the intended start is the actual start.
 
-Every send becomes one request row and one Locust `request` event (`SEND_OK` a success, anything else a failure
-named by its outcome word), including a send abandoned by a forced stop (recorded as `MQClientException`).
+Every send becomes one request row, including a send abandoned by a forced stop (recorded as `MQClientException`).
+Locust's own statistics are made from the rows in batches (`loads.locust_feed`: `SEND_OK` a success, anything else
+a failure named by its outcome word), not from a `request` event per send.
 """
 from __future__ import annotations
 
@@ -27,7 +28,6 @@ from remoting.outcome import outcome_of
 
 log = logging.getLogger(__name__)
 
-REQUEST_TYPE = "SEND"
 SEND_OK = "SEND_OK"
 MAX_WAIT_S = 0.25
 """Longest single wait, so a rate change reaches a user waiting for a far slot within this time."""
@@ -36,21 +36,6 @@ ALARM_LEAD_NS = 3_000_000
 ABANDONED_OUTCOME = "MQClientException"
 ABANDONED_REMARK = "send abandoned: the load stopped before the send completed"
 NS_PER_S = 1_000_000_000
-NS_PER_MS = 1_000_000
-
-
-class SendFailure(Exception):
-    """What Locust's failure table shows for a send that did not end in SEND_OK: its outcome word (and response
-    code), so failures group by outcome rather than by every remark."""
-
-    def __init__(self, outcome: str, response_code: int | None, remark: str | None) -> None:
-        super().__init__(outcome)
-        self.outcome, self.response_code, self.remark = outcome, response_code, remark
-
-    def __repr__(self) -> str:
-        return self.outcome if self.response_code is None else f"{self.outcome}({self.response_code})"
-
-    __str__ = __repr__
 
 
 class RocketMQUser(User):
@@ -67,7 +52,6 @@ class RocketMQUser(User):
         self.think_s = self.ctx.plans[self.client_name].think_time_s
         self.timeout_ms = self.client.send_timeout_ms
         self.messages = self.ctx.messages[self.client_name]
-        self.size = self.client.message_size
         self.schedule = None
         self.producer = None
 
@@ -139,7 +123,7 @@ class RocketMQUser(User):
         return self._record(seq, key, message, intended, start, end, result, error)
 
     def _record(self, seq, key, message, intended, start, end, result, error, abandoned=False) -> bool:
-        """Record the send (row and Locust event); whether it ended in SEND_OK."""
+        """Record the send (its row); whether it ended in SEND_OK."""
         if abandoned:
             outcome, code, remark, attempts = ABANDONED_OUTCOME, None, ABANDONED_REMARK, None
         elif isinstance(error, RemotingError) or result is not None:
@@ -156,11 +140,6 @@ class RocketMQUser(User):
             broker = error.attempts[-1].broker_name
         self.ctx.recorder.add((self.client_name, seq, msg_id, intended, start, end,
                                outcome, code, remark, broker, queue_id, queue_offset, attempts, self.open))
-        latency_ms = (end - intended) / NS_PER_MS
-        self.environment.events.request.fire(
-            request_type=REQUEST_TYPE, name=self.client_name, response_time=latency_ms,
-            response_length=self.size, response=result, context={"outcome": outcome},
-            exception=None if outcome == SEND_OK else SendFailure(outcome, code, remark))
         return outcome == SEND_OK
 
 

@@ -3,6 +3,7 @@ headless with `--processes 2` (a master forking two workers, each writing its ow
 (`--autostart`), whose own statistics count the sends the rows record."""
 from __future__ import annotations
 
+import csv
 import json
 import os
 import signal
@@ -43,7 +44,8 @@ def test_locustfile_with_processes_as_a_person_runs_it(broker, tmp_path):
     port = free_port()
     code, out = locust(["--headless", "-u", "4", "-r", "100", "-t", "3s", "--processes", "2", "--run-dir",
                         str(run_dir), "--run-id", "person", "--only-summary", "--master-bind-host", "127.0.0.1",
-                        "--master-bind-port", str(port), "--master-port", str(port)], broker, tmp_path)
+                        "--master-bind-port", str(port), "--master-port", str(port), "--csv",
+                        str(tmp_path / "locust")], broker, tmp_path)
     assert code == 0, out[-3000:]
     table = read_rows(run_dir)
     assert set(table.column("run_id").to_pylist()) == {"person"}
@@ -51,6 +53,10 @@ def test_locustfile_with_processes_as_a_person_runs_it(broker, tmp_path):
     assert len(per_worker) == 2
     assert set(rows_by_key(run_dir)) == set(broker.keys())
     assert "SEND" in out  # Locust's own summary table lists the sends
+    # Locust's own statistics on the master, from the workers' reports, count every row (the last ones included)
+    with open(tmp_path / "locust_stats.csv", newline="") as f:
+        counts = {r["Name"]: (int(r["Request Count"]), int(r["Failure Count"])) for r in csv.DictReader(f)}
+    assert counts == {"flood": (table.num_rows, 0), "Aggregated": (table.num_rows, 0)}
 
 
 def test_locustfile_with_the_web_ui(broker, tmp_path):

@@ -1,6 +1,7 @@
 """RequestRecorder (plain-thread mode; the gevent mode runs in the end-to-end tests): every added row reaches a
 part file of the contract's schema, the background writer writes at least once per interval without being asked,
-phases are looked up by intended time, a restarted worker continues its seqs; plus the progress histogram/tally."""
+phases are looked up by intended time, a restarted worker continues its seqs, `on_rows` gets every row once; plus the
+progress histogram/tally."""
 from __future__ import annotations
 
 import time
@@ -91,6 +92,45 @@ def test_failed_write_keeps_the_rows_for_the_next_batch(tmp_path):
     rec.close()
     assert rec.rows_written == 2
     assert sorted(pq.read_table(rec.parts[0]).column("seq").to_pylist()) == [0, 1]
+
+
+def test_on_rows_gets_every_row_once_held_back_or_not_written(tmp_path):
+    target = tmp_path / "requests"
+    given: list[int] = []
+    applied: list[int] = []
+
+    def on_rows(rows):
+        seqs = [r[1] for r in rows]
+        given.extend(seqs)
+        return lambda: applied.extend(seqs)
+
+    rec = RequestRecorder(target, "r", "w0", "T", PhaseBook(), interval_s=1.0, on_rows=on_rows)
+    now = time.time_ns()
+    rec.add(row(0, now - 5 * S))
+    rec.add(row(1, now))  # held back one batch
+    assert rec.flush().rows == 1 and given == [0, 1]
+    target.rename(tmp_path / "kept")
+    target.write_text("not a directory")  # the next write fails
+    rec.add(row(2, now - 5 * S))
+    with pytest.raises(OSError):
+        rec.flush()
+    assert given == [0, 1, 2] and rec.buffered == 2
+    target.unlink()
+    (tmp_path / "kept").rename(target)
+    rec.add(row(3, now - 5 * S))
+    rec.close()
+    assert given == [0, 1, 2, 3] and applied == given
+    assert rec.rows_written == 4
+
+
+def test_a_failing_on_rows_loses_no_row(tmp_path):
+    def on_rows(rows):
+        raise ValueError("a bug in a statistics feed")
+
+    rec = RequestRecorder(tmp_path / "requests", "r", "w0", "T", PhaseBook(), interval_s=1.0, on_rows=on_rows)
+    rec.add(row(0, T0))
+    rec.close()
+    assert rec.rows_written == 1
 
 
 def test_histogram_quantiles_are_upper_bounds_within_bucket_width():
