@@ -2,11 +2,11 @@
 
 Processes that run users get a `LoadContext` when the test starts (a worker's index is known by then, so its rows
 and keys are named `w<index>`), flush their rows when the test stops and close on quit; their rows feed Locust's
-own statistics (`LocustFeed`). Between the master and its
-workers it uses Locust's custom messages: the master sends `rmq_phase` (every worker acknowledges with
-`rmq_phase_ack`) and `rmq_drain` (every worker answers `rmq_drained` with its totals once its last row is written);
-workers send `rmq_batch` summaries, which the master adds up for progress. The controller API (`set_phase`,
-`drain`, `stats`) is the same on a local runner and on a master.
+own statistics (`LocustFeed`). Between the master and its workers it uses Locust's custom messages: the master
+sends `rmq_phase` (every worker acknowledges with `rmq_phase_ack`) and `rmq_drain` (every worker answers
+`rmq_drained` with its totals once its last row is written); workers send `rmq_batch` summaries, which the master
+adds up for progress. The controller API (`set_phase`, `drain`, `stats`) is the same on a local runner and on a
+master.
 """
 from __future__ import annotations
 

@@ -2,10 +2,11 @@
 same counts, failures, response time buckets, sums and error table), in the second each send completed."""
 from __future__ import annotations
 
-import pytest
 from locust import stats as locust_stats
 from locust.env import Environment
 from locust.stats import RequestStats, StatsError
+
+import pytest
 
 from loads.locust_feed import REQUEST_TYPE, LocustFeed, SendFailure
 
