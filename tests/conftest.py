@@ -1,9 +1,11 @@
-"""Shared test fixtures: paths to the recorded 4.9.1 frames, a guard that a session with no passing test fails, and
-Hypothesis drawing the same examples on every run (a CI verdict does not depend on the draw; set
-HYPOTHESIS_PROFILE=explore to search afresh)."""
+"""Shared test fixtures: paths to the recorded 4.9.1 frames, a guard that a session with no passing test fails, a
+guard that no test module monkey-patched gevent into the session (importing Locust does: every thread of every later
+test would be a greenlet), and Hypothesis drawing the same examples on every run (a CI verdict does not depend on the
+draw; set HYPOTHESIS_PROFILE=explore to search afresh)."""
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -22,6 +24,16 @@ WIRE = FIXTURES / "rocketmq-4.9.1" / "wire"
 def wire_dir() -> Path:
     """Directory of the frames recorded from a real Apache RocketMQ 4.9.1 cluster."""
     return WIRE
+
+
+def pytest_collection_finish(session):
+    """Locust patches gevent into the process that imports it; a test module that imported it would turn the
+    threads of every test after it into greenlets (a thread blocked in the kernel then blocks the whole session).
+    Locust runs in child processes only."""
+    monkey = sys.modules.get("gevent.monkey")
+    if monkey is not None and monkey.is_module_patched("threading"):
+        raise pytest.UsageError("a test module monkey-patched gevent into the test process (did it import locust?): "
+                                "run Locust in a child process, as tests/loads does")
 
 
 def pytest_sessionfinish(session, exitstatus):
