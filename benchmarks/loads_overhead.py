@@ -1,7 +1,8 @@
 """The load generator's own cost per send, without the RocketMQ client: Locust's task loop and statistics, the
 schedule, the request row, Locust's statistics fed from the rows, with a stand-in producer whose `send` yields once
-and returns a SEND_OK result. Prints sends per core-second of this process; compare with `loads_throughput.py` (the real
-`remoting.producer` against a scripted broker) to see which side a send's CPU goes to.
+and returns a SEND_OK result. Prints sends per core-second of this process (from the start to the last row
+written); compare with `loads_throughput.py` (the real `remoting.producer` against a scripted broker) to see which
+side a send's CPU goes to.
 
     .venv/bin/python benchmarks/loads_overhead.py [--users 64] [--seconds 5]
 
