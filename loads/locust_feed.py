@@ -22,10 +22,10 @@ from typing import Any
 
 import numpy as np
 
+from analysis.contract import SEND_OK
 from loads.recorder import FIELDS
 
 REQUEST_TYPE = "SEND"
-SEND_OK = "SEND_OK"
 NS_PER_S = 1_000_000_000
 NS_PER_MS = 1_000_000
 CLIENT, INTENDED, END, OUTCOME, CODE, REMARK = (FIELDS.index(f) for f in ("client", "intended_ns", "end_ns", "outcome",

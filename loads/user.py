@@ -21,6 +21,7 @@ from locust.user.task import LOCUST_STATE_RUNNING
 import logging
 import time
 
+from analysis.contract import SEND_OK
 from loads.context import context_of
 from loads.spec import LoadSpec
 from remoting.errors import RemotingError
@@ -28,7 +29,6 @@ from remoting.outcome import outcome_of
 
 log = logging.getLogger(__name__)
 
-SEND_OK = "SEND_OK"
 MAX_WAIT_S = 0.25
 """Longest single wait, so a rate change reaches a user waiting for a far slot within this time."""
 ALARM_LEAD_NS = 3_000_000
