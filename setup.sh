@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Installs everything rmq-chaos needs on a fresh Debian 12 machine (run as root), idempotently:
-# system tools for the local backend and its faults, Java for Spark, Chromium for the report
+# system tools for the local backend and its faults, Java for Spark (a JDK: the job's aggregates are compiled
+# here, analysis/jvm), Chromium for the report
 # screenshot test, Docker + debootstrap for the compose backend, and a .venv with the package.
 set -euo pipefail
 cd "$(dirname "$0")"
 
 APT_PACKAGES=(
   e2fsprogs util-linux mount iproute2 procps psmisc kmod   # loop ext4 stores, fsfreeze, swap, tc, ip netns
-  default-jre-headless                                      # PySpark needs Java 17+
+  default-jdk-headless                                      # PySpark needs Java 17+; javac builds analysis/jvm
   chromium                                                  # headless screenshot of the report in tests
   docker.io debootstrap                                     # compose backend: engine, local test image
 )
@@ -40,3 +41,5 @@ if ! .venv/bin/python -c "import harness, remoting" 2>/dev/null \
   .venv/bin/pip install -q -e ".[dev]"
   touch .venv/.installed
 fi
+# the analysis job's JVM aggregates, compiled against PySpark's jars into ~/.cache/rmq-chaos (build output)
+.venv/bin/python -m analysis.jvm >/dev/null

@@ -16,6 +16,8 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from analysis import jvm
+
 DEFAULT_MASTER = "local[2]"
 APP_NAME = "rmq-chaos-report"
 LOCAL_IP = "127.0.0.1"
@@ -79,7 +81,12 @@ def get_session(master: str | None = None, log_level: str = LOG_LEVEL, shuffle_p
                 .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
                 .config("spark.default.parallelism", str(shuffle_partitions))
             )
-    for key, value in conf:
+    extra = dict(conf)
+    if not under_spark_submit() or master:
+        jar = jvm.jar_or_none()
+        if jar is not None:
+            extra["spark.jars"] = ",".join(j for j in (str(jar), extra.get("spark.jars")) if j)
+    for key, value in extra.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(log_level)

@@ -6,11 +6,18 @@ i.e. rank ceil(p*n) of the sorted latencies (DuckDB's `quantile_disc`).
   counts sends per (group, microsecond) and walks the cumulative counts, so the work grows with the distinct
   microsecond values, not with the rows: it scales to soak runs. The report prints milliseconds with three
   decimals, so the truncation never shows.
-- Per second (the charts): exact and untruncated, from each second's sorted latencies (`collect_list`, then
-  `sort_array` and the element at rank ceil(p*n)): a second holds at most a second's sends, so its list is
-  small whatever the run's length. On 10M rows it takes half the time of `percentile_approx` at an accuracy that
-  keeps every sample, which it replaced (benchmarks/analysis_spark_vs_duckdb.py).
+- Per second (the charts): exact and untruncated, from each second's latencies: a second holds at most a
+  second's sends, so its values are few whatever the run's length.
 `max` is always the exact, untruncated maximum.
+
+Two implementations give the same figures (tests/analysis/test_analysis_jvm_aggregates.py compares them):
+- The JVM aggregates of `analysis.jvm`, when the session has them (the default): per second, a second's values
+  as primitive doubles and the ranks selected in place; per phase, a primitive hash map of counts per whole
+  microsecond for each (run, phase), whose sums give the whole run. About a third less time than the SQL
+  expressions on 10M rows (benchmarks/analysis_spark_vs_duckdb.py).
+- Spark SQL expressions otherwise: per second `collect_list`, `sort_array` and the element at rank ceil(p*n)
+  (half the time of `percentile_approx` at an accuracy that keeps every sample, which it replaced); per phase a
+  hash aggregation of counts per microsecond and a window over their cumulative sums.
 
 Two bases: `intended` = latency_ms (end - intended start: the open model's view, includes waiting in the load
 generator) and `actual` = service_ms (end - actual start).
@@ -24,6 +31,7 @@ import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from analysis import jvm
 from analysis.frames import jepsen_class, with_t0
 
 QUANTILES = (0.5, 0.9, 0.99, 0.999)
@@ -90,9 +98,25 @@ def summary_part(summary: pa.Table, kind: str) -> pa.Table:
     return t.select(["run_id", "isec", "sends"]).rename_columns(["run_id", "sec", "intended"])
 
 
-def per_second(enriched: DataFrame) -> DataFrame:
+def use_jvm(spark, want: bool | None) -> bool:
+    """Whether to compute with the JVM aggregates: `want` None = when the session has them; True = must (raises
+    when it does not); False = never (the Spark SQL expressions)."""
+    if want is False:
+        return False
+    if jvm.ready(spark):
+        return True
+    if want:
+        raise RuntimeError("the session has no JVM aggregates (analysis.jvm: build the jar, start the session "
+                           "with it)")
+    return False
+
+
+def per_second(enriched: DataFrame, jvm_aggregates: bool | None = None) -> DataFrame:
     """run_id, sec (by actual start): sends, exact maxima and the percentiles of both bases (see the module
-    docstring on exactness). One scan; the outcome mix per second comes from `send_summary`."""
+    docstring on exactness and on `jvm_aggregates`, see `use_jvm`). One scan; the outcome mix per second comes from
+    `send_summary`."""
+    if use_jvm(enriched.sparkSession, jvm_aggregates):
+        return _per_second_jvm(enriched)
     lists = {basis: f"_{basis}_sorted" for basis in BASIS_COLUMNS}
     grouped = enriched.groupBy("run_id", "sec").agg(
         F.count(F.lit(1)).alias("sends"), F.max("latency_ms").alias("intended_max"),
@@ -104,6 +128,20 @@ def per_second(enriched: DataFrame) -> DataFrame:
         cols += [F.when(n > 0, F.element_at(F.col(name), F.ceil(n * F.lit(q)).cast("int"))).alias(f"{basis}_{qn}")
                  for q, qn in zip(QUANTILES, QUANTILE_NAMES, strict=True)]
     return grouped.select("run_id", "sec", "sends", "intended_max", "actual_max", *cols)
+
+
+def _per_second_jvm(enriched: DataFrame) -> DataFrame:
+    """`per_second` by the JVM aggregate `rmq_second_ranks` (SecondRanks.java), one per basis (each also counts the
+    rows and finds the maximum)."""
+    short = {basis: f"_{basis}" for basis in BASIS_COLUMNS}
+    grouped = enriched.groupBy("run_id", "sec").agg(*[
+        F.call_function(jvm.SECOND_RANKS, F.col(column)).alias(short[basis])
+        for basis, column in BASIS_COLUMNS.items()])
+    first = short["intended"]
+    return grouped.select(
+        "run_id", "sec", F.col(f"{first}.rows").alias("sends"),
+        *[F.col(f"{short[basis]}.max").alias(f"{basis}_max") for basis in BASIS_COLUMNS],
+        *[F.col(f"{short[basis]}.{qn}").alias(f"{basis}_{qn}") for basis in BASIS_COLUMNS for qn in QUANTILE_NAMES])
 
 
 def latency_counts(enriched: DataFrame, basis: str) -> DataFrame:
@@ -129,14 +167,18 @@ def nearest_rank(counts: DataFrame, keys: Sequence[str], prefix: str,
 LEVEL_PHASE, LEVEL_RUN = 0, 1
 
 
-def latency_percentiles(enriched: DataFrame) -> DataFrame:
+def latency_percentiles(enriched: DataFrame, jvm_aggregates: bool | None = None) -> DataFrame:
     """run_id, basis, level (LEVEL_PHASE: per phase; LEVEL_RUN: the whole run, phase null), phase:
-    `p50`.. (ms) for both bases, in one scan and one Spark job.
+    `p50`.. (ms) for both bases, in one scan and one Spark job (`jvm_aggregates`: see `use_jvm`).
 
-    Rows are counted per (run, phase, basis, whole microsecond) by a hash aggregation over both bases at once (a
+    With the JVM aggregates, MicrosHistogram counts each (run, phase)'s latencies per whole microsecond (both
+    bases, in one hash aggregation of the rows), and HistogramRanks sums those histograms per phase and per run
+    (grouping sets over a few rows) and walks them. Without them, rows are counted per (run, phase, basis, whole microsecond) by a hash aggregation over both bases at once (a
     grouping set per basis); the whole run's counts are sums of its phases' (grouping sets over the small counts),
     and one window per group walks the cumulative counts (`nearest_rank`)."""
     keys = ["run_id", "phase", "us_i", "us_a"]
+    if use_jvm(enriched.sparkSession, jvm_aggregates):
+        return _latency_percentiles_jvm(enriched)
     counts = (enriched.select("run_id", "phase", *[micros(F.col(col)).alias(f"us_{b[0]}")
                                                    for b, col in BASIS_COLUMNS.items()])
               .groupingSets([["run_id", "phase", "us_i"], ["run_id", "phase", "us_a"]], *keys)
@@ -148,6 +190,19 @@ def latency_percentiles(enriched: DataFrame) -> DataFrame:
                                   "run_id", "basis", "phase", "us")
               .agg(F.sum("c").alias("c"), F.grouping("phase").cast("int").alias("level")))
     return nearest_rank(levels, ["run_id", "basis", "level", "phase"], "", summed=True)
+
+
+def _latency_percentiles_jvm(enriched: DataFrame) -> DataFrame:
+    """`latency_percentiles` by the JVM aggregates (see there). A group whose latencies are all null has no row, as
+    in the SQL expressions."""
+    per_phase = enriched.groupBy("run_id", "phase").agg(*[
+        F.call_function(jvm.MICROS_HISTOGRAM, F.col(column)).alias(basis) for basis, column in BASIS_COLUMNS.items()])
+    stacked = per_phase.select("run_id", "phase", F.explode(F.array(*[
+        F.struct(F.lit(basis).alias("basis"), F.col(f"{basis}.pairs").alias("pairs")) for basis in BASIS_COLUMNS
+    ])).alias("h")).select("run_id", "phase", "h.basis", "h.pairs").where(F.size("pairs") > 0)
+    ranked = stacked.groupingSets([["run_id", "basis", "phase"], ["run_id", "basis"]], "run_id", "basis", "phase").agg(
+        F.call_function(jvm.HISTOGRAM_RANKS, F.col("pairs")).alias("r"), F.grouping("phase").cast("int").alias("level"))
+    return ranked.select("run_id", "basis", "level", "phase", *[F.col(f"r.{qn}").alias(qn) for qn in QUANTILE_NAMES])
 
 
 def metrics_per_second(metrics: DataFrame, t0: dict[str, int]) -> DataFrame:

@@ -1,0 +1,112 @@
+"""The JVM aggregates (analysis/jvm) against the Spark SQL expressions they replace: the jar builds with the JDK,
+the shared session has the functions, and per second and per phase both give the same figures for any data
+(ties, nulls, NaN, groups far larger than the aggregates' first buffers), checked further against sorted lists."""
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+pytestmark = pytest.mark.spark
+
+SCHEMA = "run_id string, phase string, sec long, latency_ms double, service_ms double"
+
+
+def nearest_rank(values, q):
+    v = sorted(values)
+    return v[max(0, math.ceil(q * len(v)) - 1)]
+
+
+def both_ways(spark, rows):
+    from analysis import stats
+
+    df = spark.createDataFrame(rows, SCHEMA)
+    second = {}
+    phase = {}
+    for jvm in (True, False):
+        second[jvm] = {(r["run_id"], r["sec"]): r.asDict() for r in stats.per_second(df, jvm).collect()}
+        phase[jvm] = {(r["run_id"], r["basis"], r["level"], r["phase"]): r.asDict()
+                      for r in stats.latency_percentiles(df, jvm).collect()}
+    return second, phase
+
+
+def same(a, b):
+    """Equal dicts of rows, NaN equal to NaN."""
+    assert a.keys() == b.keys()
+    for k in a:
+        for col, x in a[k].items():
+            y = b[k][col]
+            assert x == y or (isinstance(x, float) and isinstance(y, float) and math.isnan(x) and math.isnan(y)), \
+                (k, col, x, y)
+
+
+def test_the_jar_builds_and_the_session_has_the_functions(spark):
+    from analysis import jvm
+
+    jar = jvm.build()
+    assert jar is not None and jar.is_file() and jar.name.endswith(".jar")
+    assert jvm.ready(spark)
+    assert {f.name for f in spark.catalog.listFunctions() if f.name.startswith("rmq_")} >= {
+        jvm.SECOND_RANKS, jvm.MICROS_HISTOGRAM, jvm.HISTOGRAM_RANKS}
+
+
+latency = st.one_of(st.none(), st.sampled_from([0.0, 0.5, 1.25, 2.0, 3000.0]),
+                    st.floats(min_value=0.0, max_value=1e5, allow_nan=False))
+
+
+@settings(max_examples=8, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.sampled_from(["r1", "r2"]), st.sampled_from(["healthy", "readonly", None]),
+                          st.integers(min_value=-1, max_value=3), latency, latency), min_size=1, max_size=300))
+def test_jvm_and_sql_agree_for_any_data(spark, rows):
+    second, phase = both_ways(spark, rows)
+    same(second[True], second[False])
+    same(phase[True], phase[False])
+
+
+def test_large_groups_with_ties_nulls_and_nan_match_sorted_lists(spark):
+    """Seconds of 20k values (past the quickselect's small-range cut and many buffer doublings), half of them ties,
+    some nulls; one second also has NaN, which ranks above every number as in Spark's ordering."""
+    rnd = random.Random(7)
+    rows = []
+    for sec in range(3):
+        for _ in range(20_000):
+            v = rnd.choice([None, round(rnd.uniform(0, 50), 1), rnd.expovariate(0.2)])
+            rows.append(("r", "healthy" if sec < 2 else "readonly", sec, v, None if v is None else v / 2))
+    rows += [("r", "readonly", 2, math.nan, 1.0)] * 50
+    second, phase = both_ways(spark, rows)
+    same(second[True], second[False])
+    for sec in range(2):  # the seconds without NaN, against a plain sort
+        got = second[True][("r", sec)]
+        values = [r[3] for r in rows if r[2] == sec and r[3] is not None]
+        assert got["sends"] == 20_000 and got["intended_max"] == max(values)
+        for name, q in (("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("p999", 0.999)):
+            assert got[f"intended_{name}"] == nearest_rank(values, q)
+    assert math.isnan(second[True][("r", 2)]["intended_max"])
+    no_nan = [r for r in rows if not (r[3] is not None and math.isnan(r[3]))]
+    _, phase = both_ways(spark, no_nan)
+    same(phase[True], phase[False])
+    whole = phase[True][("r", "actual", 1, None)]
+    values = [int(round(r[4] * 1e6)) // 1000 / 1000 for r in no_nan if r[4] is not None]
+    assert whole["p99"] == nearest_rank(values, 0.99) and whole["p50"] == nearest_rank(values, 0.5)
+
+
+def test_a_dropped_function_is_registered_again_from_the_class_path(spark):
+    from analysis import jvm
+
+    spark.sql(f"DROP TEMPORARY FUNCTION IF EXISTS {jvm.SECOND_RANKS}")
+    assert not spark.catalog.functionExists(jvm.SECOND_RANKS)
+    assert jvm.ready(spark) and spark.catalog.functionExists(jvm.SECOND_RANKS)
+
+
+def test_without_the_aggregates_sql_computes_and_demanding_them_is_an_error(spark, monkeypatch):
+    from analysis import jvm, stats
+
+    monkeypatch.setattr(jvm, "ready", lambda session: False)
+    df = spark.createDataFrame([("r", "p", 0, 1.0, 2.0), ("r", "p", 0, 3.0, 4.0)], SCHEMA)
+    row = stats.per_second(df).first()
+    assert (row["sends"], row["intended_p50"], row["actual_max"]) == (2, 1.0, 4.0)
+    with pytest.raises(RuntimeError, match="no JVM aggregates"):
+        stats.latency_percentiles(df, True)
