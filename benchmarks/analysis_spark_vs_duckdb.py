@@ -192,8 +192,9 @@ def fixed_cost(spark, repeats: int = 5) -> float:
     return min(times)
 
 
-def spark_percentiles(spark, run_dir: Path) -> tuple[float, dict]:
-    """The job's percentiles, with the job's own code: per second (both bases), per phase and per run (exact, µs)."""
+def spark_percentiles(spark, run_dir: Path, jvm_aggregates: bool | None = None) -> tuple[float, dict]:
+    """The job's percentiles, with the job's own code: per second (both bases), per phase and per run (exact, µs);
+    `jvm_aggregates` False: with the Spark SQL expressions only (analysis/stats.py)."""
     from analysis import stats
     from analysis.frames import enrich_requests, read_parts
 
@@ -201,9 +202,16 @@ def spark_percentiles(spark, run_dir: Path) -> tuple[float, dict]:
     spark.conf.set("spark.sql.objectHashAggregate.sortBased.fallbackThreshold", str(stats.OBJECT_AGG_FALLBACK))
     req = read_parts(spark, sorted((run_dir / "requests").glob("part-*.parquet")), c.REQUEST_SCHEMA)
     enriched = enrich_requests(req, {run_dir.name: T0})
-    seconds = {r["sec"]: r.asDict() for r in stats.per_second(enriched).collect()}
+    if hasattr(stats, "use_jvm"):
+        seconds = {r["sec"]: r.asDict() for r in stats.per_second(enriched, jvm_aggregates).collect()}
+    else:  # the job before the JVM aggregates (to measure the code before this change: PYTHONPATH)
+        seconds = {r["sec"]: r.asDict() for r in stats.per_second(enriched).collect()}
     phases: dict[str, dict] = {}
-    if hasattr(stats, "latency_percentiles"):
+    if hasattr(stats, "use_jvm"):
+        for r in stats.latency_percentiles(enriched, jvm_aggregates).collect():
+            name = r["phase"] if r["level"] == stats.LEVEL_PHASE else "(all)"
+            phases.setdefault(name, {}).update({f"{r['basis']}_{q}": r[q] for q in stats.QUANTILE_NAMES})
+    elif hasattr(stats, "latency_percentiles"):
         for r in stats.latency_percentiles(enriched).collect():
             name = r["phase"] if r["level"] == stats.LEVEL_PHASE else "(all)"
             phases.setdefault(name, {}).update({f"{r['basis']}_{q}": r[q] for q in stats.QUANTILE_NAMES})
@@ -306,6 +314,11 @@ def main() -> None:
         shutil.rmtree(warm_dir.parent)
         per_job = fixed_cost(spark)
         console.print(f"Spark's fixed cost of a trivial two-stage job: {1000 * per_job:.0f} ms")
+        from analysis import stats
+
+        jvm_used = hasattr(stats, "use_jvm") and stats.use_jvm(spark, None)
+        console.print("percentiles: " + ("the JVM aggregates (analysis/jvm), and the Spark SQL expressions alone "
+                                         "for comparison" if jvm_used else "the Spark SQL expressions"))
         for rows in args.rows:
             run_dir = work / f"bench-{rows}"
             if (run_dir / "events.jsonl").is_file():
@@ -325,11 +338,15 @@ def main() -> None:
             spark.sparkContext.setJobGroup("other", "percentiles")
             jobs, stages = spark_jobs(spark, group)
             spark_w, spark_c, spark_res = best([timed(pid, spark_percentiles, spark, run_dir) for _ in range(REPEATS)])
+            sql_w, sql_c, sql_res = best([timed(pid, spark_percentiles, spark, run_dir, False)
+                                          for _ in range(REPEATS if jvm_used else 0)] or [(Clock(None), {})])
             duck_w, duck_c, duck_res = best([timed(None, duckdb_percentiles, run_dir) for _ in range(REPEATS)])
             diff = agreement(spark_res, duck_res)
+            if jvm_used:
+                assert agreement(sql_res, duck_res) == diff, "the SQL expressions and the JVM aggregates differ"
             lost = f"{job.results[0].loss.counts['lost']} of {dropped}"
             figures.append(dict(rows=rows, job_w=job_clock.wall, job_c=job_clock.cpu, spark_w=spark_w,
-                                spark_c=spark_c, duck_w=duck_w, duck_c=duck_c, diff=diff, lost=lost,
+                                spark_c=spark_c, sql_w=sql_w if jvm_used else None, sql_c=sql_c, duck_w=duck_w, duck_c=duck_c, diff=diff, lost=lost,
                                 code=job.exit_code, jobs=jobs, stages=stages))
             if not args.keep:
                 shutil.rmtree(run_dir)
@@ -340,13 +357,15 @@ def main() -> None:
     console.print(f"load average before/after: {load_before} / {os.getloadavg()}")
     table = Table(title=f"analysis on local[2] (Spark startup {startup:.1f} s and a warm-up job not included; "
                         f"percentiles: best of {REPEATS}; wall s / CPU s)", title_justify="left")
-    for col in ("rows", "whole job", "Spark percentiles", "DuckDB percentiles", "Spark/DuckDB wall / CPU",
+    for col in ("rows", "whole job", "Spark percentiles", "Spark, SQL only", "DuckDB percentiles",
+                "Spark/DuckDB wall / CPU",
                 "job µs/row wall / CPU", "jobs / stages", "fixed-cost floor s", "max |Δ| ms phase / second",
                 "lost found"):
         table.add_column(col, justify="right")
     for f in figures:
         table.add_row(f"{f['rows']:,}", f"{f['job_w']:.1f} / {f['job_c']:.1f}", f"{f['spark_w']:.2f} / "
-                      f"{f['spark_c']:.2f}", f"{f['duck_w']:.2f} / {f['duck_c']:.2f}",
+                      f"{f['spark_c']:.2f}", "-" if f["sql_w"] is None else f"{f['sql_w']:.2f} / {f['sql_c']:.2f}",
+                      f"{f['duck_w']:.2f} / {f['duck_c']:.2f}",
                       f"{f['spark_w'] / f['duck_w']:.1f}x / {f['spark_c'] / f['duck_c']:.1f}x",
                       f"{1e6 * f['job_w'] / f['rows']:.2f} / {1e6 * f['job_c'] / f['rows']:.2f}",
                       f"{f['jobs']} / {f['stages']}", f"{f['jobs'] * per_job:.1f}",
@@ -354,7 +373,9 @@ def main() -> None:
     console.print(table)
     for f in figures:
         print(f"rows={f['rows']} job_s={f['job_w']:.2f} job_cpu_s={f['job_c']:.2f} spark_percentiles_s="
-              f"{f['spark_w']:.2f} spark_percentiles_cpu_s={f['spark_c']:.2f} duckdb_percentiles_s={f['duck_w']:.3f} "
+              f"{f['spark_w']:.2f} spark_percentiles_cpu_s={f['spark_c']:.2f} "
+              + ("" if f["sql_w"] is None else f"spark_sql_only_percentiles_s={f['sql_w']:.2f} ") +
+              f"duckdb_percentiles_s={f['duck_w']:.3f} "
               f"duckdb_percentiles_cpu_s={f['duck_c']:.3f} ratio_spark_duckdb={f['spark_w'] / f['duck_w']:.2f} "
               f"ratio_spark_duckdb_cpu={f['spark_c'] / f['duck_c']:.2f} jobs={f['jobs']} stages={f['stages']} "
               f"fixed_cost_per_job_s={per_job:.3f} max_diff_phase_ms={f['diff'][0]:.6f} "
