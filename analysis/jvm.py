@@ -95,6 +95,7 @@ def build() -> Path | None:
                 jar.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\r\nCreated-By: rmq-chaos\r\n\r\n")
                 for cls in sorted(classes.rglob("*.class")):
                     jar.write(cls, cls.relative_to(classes).as_posix())
+            os.chmod(partial, 0o644)  # mkstemp's 0600 would keep other users' sessions from reading it
             os.replace(partial, target)
         finally:
             Path(partial).unlink(missing_ok=True)

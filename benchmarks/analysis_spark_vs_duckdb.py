@@ -3,7 +3,9 @@ on local[2], the same latency percentiles on Spark alone and on DuckDB (2 thread
 
 Prints the figures and their ratios; asserts nothing about speed (goals: job <= 60 s at 10M rows, Spark <= 3x
 DuckDB, time per row falling with size). Also checks that Spark and DuckDB agree on every percentile (both
-nearest rank). Every time is given twice: wall seconds, and CPU seconds (the Spark JVM's user+system time from
+nearest rank). Spark's percentiles are the job's: with its JVM aggregates when the session has them
+(analysis/jvm), and then also timed with the Spark SQL expressions alone (column "Spark, SQL only"), which must
+agree with DuckDB alike. Every time is given twice: wall seconds, and CPU seconds (the Spark JVM's user+system time from
 /proc plus this Python process's; DuckDB's threads run in this process), because the machine it runs on is shared
 and CPU time is the steadier measure under load. The load average is printed before and after.
 
