@@ -2,15 +2,9 @@ package rmqchaos.analysis;
 
 import org.apache.spark.sql.Encoder;
 import org.apache.spark.sql.Encoders;
-import org.apache.spark.sql.expressions.Aggregator;
 
 /** Spark aggregate: the sum of MicrosHistogram results and its nearest-rank percentiles (ms). */
-public class HistogramRanks extends Aggregator<MicrosCounts, MicrosCounts, Ranks> {
-    @Override
-    public MicrosCounts zero() {
-        return new MicrosCounts();
-    }
-
+public class HistogramRanks extends MicrosCountsAggregator<MicrosCounts, Ranks> {
     @Override
     public MicrosCounts reduce(MicrosCounts b, MicrosCounts h) {
         if (h != null) {
@@ -20,19 +14,8 @@ public class HistogramRanks extends Aggregator<MicrosCounts, MicrosCounts, Ranks
     }
 
     @Override
-    public MicrosCounts merge(MicrosCounts a, MicrosCounts b) {
-        a.addAll(b);
-        return a;
-    }
-
-    @Override
     public Ranks finish(MicrosCounts b) {
         return b.ranks();
-    }
-
-    @Override
-    public Encoder<MicrosCounts> bufferEncoder() {
-        return Encoders.bean(MicrosCounts.class);
     }
 
     @Override

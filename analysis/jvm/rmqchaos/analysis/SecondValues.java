@@ -53,7 +53,7 @@ public class SecondValues implements Serializable {
             return s;
         }
         s.setMax(nans > 0 ? Double.NaN : max);
-        s.ranks(NearestRanks.select(values, size, nans));
+        s.set(NearestRanks.select(values, size, nans));
         return s;
     }
 
