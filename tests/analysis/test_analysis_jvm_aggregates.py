@@ -110,3 +110,22 @@ def test_without_the_aggregates_sql_computes_and_demanding_them_is_an_error(spar
     assert (row["sends"], row["intended_p50"], row["actual_max"]) == (2, 1.0, 4.0)
     with pytest.raises(RuntimeError, match="no JVM aggregates"):
         stats.latency_percentiles(df, True)
+
+
+def test_a_phase_of_many_distinct_microseconds(spark):
+    """100k distinct microseconds in one phase (the hash map grows to 2^18 slots), in a scrambled order: both ways
+    agree, and the ranks are the known ones (latency i µs for i = 1..100000, so rank k is k µs)."""
+    from pyspark.sql import functions as F
+
+    from analysis import stats
+
+    n = 100_000
+    df = spark.range(1, n + 1).select(
+        F.lit("r").alias("run_id"), F.lit("long").alias("phase"), (F.col("id") % 7).alias("sec"),
+        (((F.col("id") * 7919) % n + 1) / F.lit(1000.0)).alias("latency_ms"), (F.col("id") / 1000.0).alias("service_ms"))
+    rows = {jvm: {(r["basis"], r["level"]): r.asDict() for r in stats.latency_percentiles(df, jvm).collect()}
+            for jvm in (True, False)}
+    same(rows[True], rows[False])
+    for basis in ("intended", "actual"):
+        got = rows[True][(basis, stats.LEVEL_PHASE)]
+        assert (got["p50"], got["p99"], got["p999"]) == (50.0, 99.0, 99.9)

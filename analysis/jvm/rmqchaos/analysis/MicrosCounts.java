@@ -26,7 +26,7 @@ public class MicrosCounts implements Serializable {
             grow();
         }
         int mask = keys.length - 1;
-        int i = (int) ((key * MIX) >>> 40) & mask;
+        int i = slot(key);
         while (counts[i] != 0 && keys[i] != key) {
             i = (i + 1) & mask;
         }
@@ -35,6 +35,11 @@ public class MicrosCounts implements Serializable {
             size++;
         }
         counts[i] += count;
+    }
+
+    /** First slot to probe for a key: the top bits of a Fibonacci hash, as many as the table's size needs. */
+    private int slot(long key) {
+        return (int) ((key * MIX) >>> (Long.numberOfLeadingZeros(keys.length) + 1));
     }
 
     void addAll(MicrosCounts o) {
@@ -71,7 +76,7 @@ public class MicrosCounts implements Serializable {
         int[] slots = new int[size];
         int mask = keys.length - 1;
         for (int j = 0; j < size; j++) {
-            int i = (int) ((packed[j] * MIX) >>> 40) & mask;
+            int i = slot(packed[j]);
             while (keys[i] != packed[j] || counts[i] == 0) {
                 i = (i + 1) & mask;
             }

@@ -12,10 +12,11 @@ final class NearestRanks {
 
     private NearestRanks() {}
 
-    /** 0-based index of the nearest rank of fraction q among n values (n > 0). */
-    static int index(long n, double q) {
+    /** 0-based index of the nearest rank of fraction q among n values (n > 0; a long: a phase may count more
+     * rows than an int holds). */
+    static long index(long n, double q) {
         long rank = (long) Math.ceil(n * q);
-        return (int) Math.max(rank, 1) - 1;
+        return Math.max(rank, 1) - 1;
     }
 
     /**
@@ -27,11 +28,12 @@ final class NearestRanks {
         double[] out = new double[QUANTILES.length];
         int from = 0;
         for (int i = 0; i < QUANTILES.length; i++) {
-            int k = index(n, QUANTILES[i]);
-            if (k >= size) {
+            long rank = index(n, QUANTILES[i]);
+            if (rank >= size) {
                 out[i] = Double.NaN;
                 continue;
             }
+            int k = (int) rank;
             if (k >= from) {
                 quickselect(values, from, size - 1, k);
                 from = k;
