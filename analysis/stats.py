@@ -173,12 +173,13 @@ def latency_percentiles(enriched: DataFrame, jvm_aggregates: bool | None = None)
 
     With the JVM aggregates, MicrosHistogram counts each (run, phase)'s latencies per whole microsecond (both
     bases, in one hash aggregation of the rows), and HistogramRanks sums those histograms per phase and per run
-    (grouping sets over a few rows) and walks them. Without them, rows are counted per (run, phase, basis, whole microsecond) by a hash aggregation over both bases at once (a
-    grouping set per basis); the whole run's counts are sums of its phases' (grouping sets over the small counts),
-    and one window per group walks the cumulative counts (`nearest_rank`)."""
-    keys = ["run_id", "phase", "us_i", "us_a"]
+    (grouping sets over a few rows) and walks them. Without them, rows are counted per (run, phase, basis, whole
+    microsecond) by a hash aggregation over both bases at once (a grouping set per basis); the whole run's counts
+    are sums of its phases' (grouping sets over the small counts), and one window per group walks the cumulative
+    counts (`nearest_rank`)."""
     if use_jvm(enriched.sparkSession, jvm_aggregates):
         return _latency_percentiles_jvm(enriched)
+    keys = ["run_id", "phase", "us_i", "us_a"]
     counts = (enriched.select("run_id", "phase", *[micros(F.col(col)).alias(f"us_{b[0]}")
                                                    for b, col in BASIS_COLUMNS.items()])
               .groupingSets([["run_id", "phase", "us_i"], ["run_id", "phase", "us_a"]], *keys)

@@ -5,9 +5,9 @@ Prints the figures and their ratios; asserts nothing about speed (goals: job <= 
 DuckDB, time per row falling with size). Also checks that Spark and DuckDB agree on every percentile (both
 nearest rank). Spark's percentiles are the job's: with its JVM aggregates when the session has them
 (analysis/jvm), and then also timed with the Spark SQL expressions alone (column "Spark, SQL only"), which must
-agree with DuckDB alike. Every time is given twice: wall seconds, and CPU seconds (the Spark JVM's user+system time from
-/proc plus this Python process's; DuckDB's threads run in this process), because the machine it runs on is shared
-and CPU time is the steadier measure under load. The load average is printed before and after.
+agree with DuckDB alike. Every time is given twice: wall seconds, and CPU seconds (the Spark JVM's user+system
+time from /proc plus this Python process's; DuckDB's threads run in this process), because the machine it runs
+on is shared and CPU time is the steadier measure under load. The load average is printed before and after.
 
 Spark's fixed cost: the script times a trivial two-stage job (a tiny shuffle) and counts the jobs and stages the
 analysis job ran; jobs x that cost is the floor the job cannot go below on this machine whatever the rows.
@@ -204,17 +204,12 @@ def spark_percentiles(spark, run_dir: Path, jvm_aggregates: bool | None = None) 
     spark.conf.set("spark.sql.objectHashAggregate.sortBased.fallbackThreshold", str(stats.OBJECT_AGG_FALLBACK))
     req = read_parts(spark, sorted((run_dir / "requests").glob("part-*.parquet")), c.REQUEST_SCHEMA)
     enriched = enrich_requests(req, {run_dir.name: T0})
-    if hasattr(stats, "use_jvm"):
-        seconds = {r["sec"]: r.asDict() for r in stats.per_second(enriched, jvm_aggregates).collect()}
-    else:  # the job before the JVM aggregates (to measure the code before this change: PYTHONPATH)
-        seconds = {r["sec"]: r.asDict() for r in stats.per_second(enriched).collect()}
+    # the job before the JVM aggregates takes no choice (to measure the code before this change: PYTHONPATH)
+    choice = (jvm_aggregates,) if hasattr(stats, "use_jvm") else ()
+    seconds = {r["sec"]: r.asDict() for r in stats.per_second(enriched, *choice).collect()}
     phases: dict[str, dict] = {}
-    if hasattr(stats, "use_jvm"):
-        for r in stats.latency_percentiles(enriched, jvm_aggregates).collect():
-            name = r["phase"] if r["level"] == stats.LEVEL_PHASE else "(all)"
-            phases.setdefault(name, {}).update({f"{r['basis']}_{q}": r[q] for q in stats.QUANTILE_NAMES})
-    elif hasattr(stats, "latency_percentiles"):
-        for r in stats.latency_percentiles(enriched).collect():
+    if hasattr(stats, "latency_percentiles"):
+        for r in stats.latency_percentiles(enriched, *choice).collect():
             name = r["phase"] if r["level"] == stats.LEVEL_PHASE else "(all)"
             phases.setdefault(name, {}).update({f"{r['basis']}_{q}": r[q] for q in stats.QUANTILE_NAMES})
     else:  # the job before one scan did both bases (to measure the code before this change: PYTHONPATH)
@@ -340,15 +335,17 @@ def main() -> None:
             spark.sparkContext.setJobGroup("other", "percentiles")
             jobs, stages = spark_jobs(spark, group)
             spark_w, spark_c, spark_res = best([timed(pid, spark_percentiles, spark, run_dir) for _ in range(REPEATS)])
-            sql_w, sql_c, sql_res = best([timed(pid, spark_percentiles, spark, run_dir, False)
-                                          for _ in range(REPEATS if jvm_used else 0)] or [(Clock(None), {})])
             duck_w, duck_c, duck_res = best([timed(None, duckdb_percentiles, run_dir) for _ in range(REPEATS)])
             diff = agreement(spark_res, duck_res)
+            sql_w = sql_c = None
             if jvm_used:
+                sql_w, sql_c, sql_res = best([timed(pid, spark_percentiles, spark, run_dir, False)
+                                              for _ in range(REPEATS)])
                 assert agreement(sql_res, duck_res) == diff, "the SQL expressions and the JVM aggregates differ"
             lost = f"{job.results[0].loss.counts['lost']} of {dropped}"
             figures.append(dict(rows=rows, job_w=job_clock.wall, job_c=job_clock.cpu, spark_w=spark_w,
-                                spark_c=spark_c, sql_w=sql_w if jvm_used else None, sql_c=sql_c, duck_w=duck_w, duck_c=duck_c, diff=diff, lost=lost,
+                                spark_c=spark_c, sql_w=sql_w, sql_c=sql_c, duck_w=duck_w, duck_c=duck_c, diff=diff,
+                                lost=lost,
                                 code=job.exit_code, jobs=jobs, stages=stages))
             if not args.keep:
                 shutil.rmtree(run_dir)

@@ -122,7 +122,8 @@ def test_a_phase_of_many_distinct_microseconds(spark):
     n = 100_000
     df = spark.range(1, n + 1).select(
         F.lit("r").alias("run_id"), F.lit("long").alias("phase"), (F.col("id") % 7).alias("sec"),
-        (((F.col("id") * 7919) % n + 1) / F.lit(1000.0)).alias("latency_ms"), (F.col("id") / 1000.0).alias("service_ms"))
+        (((F.col("id") * 7919) % n + 1) / F.lit(1000.0)).alias("latency_ms"),
+        (F.col("id") / 1000.0).alias("service_ms"))
     rows = {jvm: {(r["basis"], r["level"]): r.asDict() for r in stats.latency_percentiles(df, jvm).collect()}
             for jvm in (True, False)}
     same(rows[True], rows[False])
