@@ -8,48 +8,44 @@ ext4 of its own on the host (the local backend's `LoopStore`, `errors=remount-ro
 `<controller>/rmq-chaos/<run>/` (compose `cgroup_parent`), where the faults' guards accept them; with `ha_link` the
 HA relay runs on the host on the slave's path, as with the local backend.
 
-Readiness, the read-back and the effective-config check are the local backend's (this class extends it): the
+Readiness, the read-back and the effective-config check are every backend's (`ClusterBackend`, base.py): the
 route exists, a probe send got SEND_OK, the slave caught up. Metrics come from the Docker stats API, logs from the
 bind-mounted log directories and `container.logs()`. Everything is journaled before it is made (cgroup parent dirs,
 stores, relay, the compose project), so `rmq-chaos cleanup` removes what a dead run left; `down` removes it all."""
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
-import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from faults.cluster_state import remove_cluster_state, write_cluster_state
 from faults.journal import Journal
 from faults.system import cgroupfs
 from faults.target import NodeTarget
 from harness import brokerclient
 from harness.backends import compose_netns
+from harness.backends.base import NODE_ORDER, ClusterBackend, ClusterError
 from harness.backends.compose_image import check_setup
 from harness.backends.compose_layout import IMAGE_UID, ComposeLayout, project_name
 from harness.backends.compose_node import ContainerNode
 from harness.backends.compose_project import ComposeProject
 from harness.backends.compose_stats import ComposeMetricsCollector
-from harness.backends.local import NODE_ORDER, ClusterError, LocalBackend
 from harness.backends.ports import PortPicker
-from harness.collectors.metrics import MetricsNode
+from harness.backends.programs import Program
 from harness.rundir import RunDir
 from harness.scenario import BROKER_NODES, Scenario
 
 CGROUP_KIND = "resource:cgroup_parent"
 NODE_CGROUPS = ("memory", "blkio", "freezer", "cpu")
 LOG_TAIL_BYTES = 16 << 20
-UNIX_PATH_MAX = 100
 
 
-class ComposeBackend(LocalBackend):
+class ComposeBackend(ClusterBackend):
     name = "compose"
 
     def __init__(self, scenario: Scenario, rd: RunDir, journal: Journal, state_dir: Path) -> None:
-        super().__init__(scenario, rd, journal, state_dir)
+        super().__init__(scenario, rd, journal, state_dir, Program.choose("emulator"))
         self.setup = check_setup(scenario.cluster)
         self.image = self.setup["image"]
         self.network_mode = compose_netns.network_mode()
@@ -64,26 +60,20 @@ class ComposeBackend(LocalBackend):
         self.containers: dict[str, Any] = {}
         self._cgroup_entry: str | None = None
 
-    # --- up ---------------------------------------------------------------------------------------------------
-
-    def up(self, say: Callable[[str], None] = print) -> None:
-        from harness.resources.loop_store import LoopStore
-
+    def start_nodes(self, say: Callable[[str], None]) -> None:
         c = self.scenario.cluster
-        self.work.mkdir(parents=True, exist_ok=True)
         picker = PortPicker()
         ns_port = picker.one()
         ports = {n: picker.broker() for n in BROKER_NODES}
         self.namesrv_addr = f"127.0.0.1:{ns_port}"
         self._journal_cgroup_parent()
-        for n in BROKER_NODES:
-            node_dir = self.work / n
-            node_dir.mkdir(parents=True, exist_ok=True)
-            self.stores[n] = LoopStore.create(self.journal, str(node_dir / "store.img"), str(node_dir / "store"),
-                                              c.store_size, run_id=self.run_id, node=n, label=f"rmq-{n}")
-            Path(self.stores[n].mount).chmod(0o755)
-            shutil.chown(self.stores[n].mount, IMAGE_UID, IMAGE_UID)
-        ha_master = self._start_relay(ports["master"][1], picker.one()) if self._use_relay() else None
+        self.make_stores()
+        for store in self.stores.values():
+            Path(store.mount).chmod(0o755)
+            shutil.chown(store.mount, IMAGE_UID, IMAGE_UID)
+        ha_master = None
+        if self.use_relay():
+            ha_master = self.start_relay(f"127.0.0.1:{ports['master'][1]}", f"127.0.0.1:{picker.one()}")
         self.layout = layout = ComposeLayout(self.work, self.project_name, self.image, c.version, c.heap,
                                              self.cgroup_parent, ns_port, ports, ha_master,
                                              network_mode=self.network_mode)
@@ -100,31 +90,9 @@ class ComposeBackend(LocalBackend):
             raise ClusterError(f"compose project {self.project_name} has no container for {', '.join(missing)}")
         for n in NODE_ORDER:
             self._make_container_node(n, confs[n])
-        self.rd.event("cluster_up", backend=self.name, nodes={n: self.nodes[n].addr for n in NODE_ORDER})
-        for n in NODE_ORDER:
-            self.nodes[n].wait_ready(c.ready_timeout)
-        self._wait_ready(say)
-        info = self._cluster_info()
-        self.rd.write_cluster(info)
-        self._check_effective(info["effective_config"])
-        write_cluster_state(self.state_dir, self.cluster_id, self.run_id, self.name, list(self.targets.values()))
-        self._state_written = True
-        self.rd.event("cluster_ready", backend=self.name, nodes={n: self.nodes[n].addr for n in NODE_ORDER})
-        say(f"cluster ready: namesrv {self.namesrv_addr}, master {self.broker_addrs['master']}, "
-            f"slave {self.broker_addrs['slave']} (containers of {self.project_name})")
 
-    def _start_relay(self, master_ha_port: int, relay_port: int) -> str:
-        """The local backend's HA relay, with its control socket at a path short enough for AF_UNIX (108 bytes)
-        when the work dir is deep."""
-        from harness.resources.relay_process import RelayProcess
-
-        sock = self.work / "relay.sock"
-        if len(str(sock)) >= UNIX_PATH_MAX:
-            sock = Path(tempfile.gettempdir()) / f"rmq-chaos-{hashlib.sha1(str(sock).encode()).hexdigest()[:12]}.sock"
-        self.relay = RelayProcess.start(self.journal, f"127.0.0.1:{master_ha_port}", str(sock),
-                                        listen=f"127.0.0.1:{relay_port}", run_id=self.run_id,
-                                        log_path=str(self.work / "relay.log"))
-        return self.relay.listen
+    def ready_note(self) -> str:
+        return f" (containers of {self.project_name})"
 
     def _journal_cgroup_parent(self) -> None:
         """The `rmq-chaos/<project>` dirs runc makes in every hierarchy for the containers' cgroups: removed at
@@ -161,9 +129,9 @@ class ComposeBackend(LocalBackend):
             store_mount=store.mount if store else None, store_device=store.device if store else None,
             store_image=store.image if store else None, ports=ports, control=node, container=ct.id, extras=extras)
 
-    def _cluster_info(self) -> dict[str, Any]:
+    def cluster_info(self) -> dict[str, Any]:
         c = self.scenario.cluster
-        info = super()._cluster_info()
+        info = super().cluster_info()
         info.update({"program": "image", "rocketmq_home": None, "image": self.image,
                      "image_id": self.setup["image_id"], "image_labels": self.setup["labels"],
                      "image_program": self.setup["program"], "network_mode": self.network_mode,
@@ -182,7 +150,7 @@ class ComposeBackend(LocalBackend):
     # --- during the run ---------------------------------------------------------------------------------------
 
     def start_collectors(self) -> ComposeMetricsCollector:
-        nodes = [MetricsNode(n, self.nodes[n].pid_source, self.broker_addrs.get(n)) for n in NODE_ORDER]
+        nodes = self.metrics_nodes()
         containers = {n: (self.targets[n].container or "", self.targets[n].cgroups.get("blkio")) for n in NODE_ORDER}
         collector = ComposeMetricsCollector(self.run_id, self.rd.layout.metrics, nodes,
                                             brokerclient.runtime_info_quick, containers)
@@ -207,33 +175,13 @@ class ComposeBackend(LocalBackend):
 
     # --- down -------------------------------------------------------------------------------------------------
 
-    def down(self) -> None:
-        """`docker compose down -v`, then the relay, the stores and the cgroup parent dirs; raise the first error
-        after trying all of it."""
-        errors: list[str] = []
-
-        def attempt(what: str, fn: Callable[[], Any]) -> None:
-            try:
-                fn()
-            except Exception as err:  # noqa: BLE001 - take everything down, report the first failure
-                errors.append(f"{what}: {err}")
-
+    def teardown_steps(self) -> Iterable[tuple[str, Callable[[], Any]]]:
+        """`docker compose down -v`, then the relay, the stores and the cgroup parent dirs."""
         if self.project is not None:
-            attempt("compose down", self.project.down)
-        if self.relay is not None:
-            attempt("stop relay", self.relay.stop)
-        brokerclient.shutdown()
-        for n, store in self.stores.items():
-            attempt(f"store of {n}", store.destroy)
+            yield "compose down", self.project.down
+        yield from self.stores_and_relay_steps()
         if self._cgroup_entry is not None:
-            attempt("cgroup parent", self._remove_cgroup_parent)
-        if self._state_written:
-            remove_cluster_state(self.state_dir, self.cluster_id)
-        if not errors:
-            shutil.rmtree(self.work, ignore_errors=True)
-        self.rd.event("cluster_down", backend=self.name, nodes=list(self.nodes), errors=errors or None)
-        if errors:
-            raise ClusterError("; ".join(errors))
+            yield "cgroup parent", self._remove_cgroup_parent
 
     def _remove_cgroup_parent(self) -> None:
         from faults.undo import run_ops

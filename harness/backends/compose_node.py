@@ -9,7 +9,6 @@ file (the readonly_fs revert stops and starts the container)."""
 from __future__ import annotations
 
 import os
-import socket
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -19,9 +18,10 @@ from faults.errors import FaultError
 from faults.journal import Journal
 from faults.system.procs import ProcId
 from faults.target import PidFile
+from harness.backends.broker_checks import POLL_S, BrokerChecks
+from harness.resources.node_process import accepts
 
 FACTORY = "harness.backends.compose_node:ContainerNode.from_json"
-POLL_S = 0.1
 STOP_TIMEOUT_S = 15
 LOG_TAIL = 5
 
@@ -31,7 +31,8 @@ class ContainerNotReady(FaultError):
 
 
 @dataclass
-class ContainerNode:
+class ContainerNode(BrokerChecks):
+    NOT_READY = ContainerNotReady
     name: str
     role: str
     run_id: str
@@ -121,39 +122,13 @@ class ContainerNode:
                 raise ContainerNotReady(f"node {self.name}: container {ct.name} exited with "
                                         f"{ct.attrs['State'].get('ExitCode')} while starting: {tail}")
             try:
-                if ct.status == "running" and self.refresh_pid() and _accepts(self.port) and self._registered():
+                if ct.status == "running" and self.refresh_pid() and accepts(self.port) and self.registered():
                     return
             except Exception as err:  # noqa: BLE001 - not ready yet; the last reason goes into the message
                 last = err
             if time.monotonic() >= deadline:
                 raise ContainerNotReady(f"node {self.name} ({self.addr}) not ready within {timeout_s:.0f} s"
                                         + (f" (last error: {last})" if last else ""))
-            time.sleep(POLL_S)
-
-    def _registered(self) -> bool:
-        if self.role == "namesrv":
-            return True
-        from harness import brokerclient
-
-        if brokerclient.runtime_info(self.addr) is None:
-            return False
-        return brokerclient.registered(self.namesrv_addr or "", self.addr, self.broker_id)
-
-    def caught_up(self) -> bool:
-        from harness import brokerclient
-
-        master = brokerclient.runtime_info(self.master_addr or "")
-        mine = brokerclient.runtime_info(self.addr)
-        if not master or not mine:
-            return False
-        return int(mine.get("commitLogMaxOffset", -1)) >= int(master.get("commitLogMaxOffset", 0))
-
-    def wait_caught_up(self, timeout_s: float) -> None:
-        deadline = time.monotonic() + timeout_s
-        self.wait_ready(timeout_s)
-        while self.role == "slave" and not self.caught_up():
-            if time.monotonic() >= deadline:
-                raise ContainerNotReady(f"{self.name}: the slave did not catch up with the master")
             time.sleep(POLL_S)
 
     def to_json(self) -> dict[str, Any]:
@@ -168,10 +143,3 @@ class ContainerNode:
                 "broker_id", "stop_timeout_s")
         return cls(**{k: data[k] for k in keys if k in data})
 
-
-def _accepts(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-            return True
-    except OSError:
-        return False

@@ -13,10 +13,10 @@ from typing import Any
 
 from faults.errors import FaultError
 from faults.journal import Journal
+from harness.backends.broker_checks import BrokerChecks
 from harness.resources.node_process import ProcessNode
 
 FACTORY = "harness.backends.localnode:BrokerNode.from_json"
-POLL_S = 0.1
 STOP_TIMEOUT_S = 15.0
 
 
@@ -25,7 +25,8 @@ class NodeNotReady(FaultError):
 
 
 @dataclass
-class BrokerNode(ProcessNode):
+class BrokerNode(ProcessNode, BrokerChecks):
+    NOT_READY = NodeNotReady
     role: str = "namesrv"
     addr: str = ""
     namesrv_addr: str | None = None
@@ -35,28 +36,7 @@ class BrokerNode(ProcessNode):
     def wait_ready(self, timeout_s: float) -> None:
         deadline = time.monotonic() + timeout_s
         super().wait_ready(timeout_s)
-        if self.role != "namesrv":
-            _poll(self._registered, deadline, f"{self.name} ({self.addr}) did not register with the name server")
-
-    def wait_caught_up(self, timeout_s: float) -> None:
-        deadline = time.monotonic() + timeout_s
-        self.wait_ready(timeout_s)
-        if self.role == "slave":
-            _poll(self.caught_up, deadline, f"{self.name}: the slave did not catch up with the master")
-
-    def _registered(self) -> bool:
-        from harness import brokerclient
-        if brokerclient.runtime_info(self.addr) is None:
-            return False
-        return brokerclient.registered(self.namesrv_addr or "", self.addr, self.broker_id)
-
-    def caught_up(self) -> bool:
-        from harness import brokerclient
-        master = brokerclient.runtime_info(self.master_addr or "")
-        mine = brokerclient.runtime_info(self.addr)
-        if not master or not mine:
-            return False
-        return int(mine.get("commitLogMaxOffset", -1)) >= int(master.get("commitLogMaxOffset", 0))
+        self.wait_registered(deadline)
 
     def to_json(self) -> dict[str, Any]:
         return {**super().to_json(), "factory": FACTORY, "role": self.role, "addr": self.addr,
@@ -68,15 +48,3 @@ class BrokerNode(ProcessNode):
                 "stop_timeout_s", "role", "addr", "namesrv_addr", "master_addr", "broker_id")
         return cls(journal=journal, **{k: data[k] for k in keys if k in data})
 
-
-def _poll(check: Any, deadline: float, what: str) -> None:
-    last: Exception | None = None
-    while True:
-        try:
-            if check():
-                return
-        except Exception as err:  # noqa: BLE001 - not ready yet; the last reason goes into the message
-            last = err
-        if time.monotonic() >= deadline:
-            raise NodeNotReady(what + (f" (last error: {last})" if last else ""))
-        time.sleep(POLL_S)

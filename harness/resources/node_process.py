@@ -90,7 +90,7 @@ class ProcessNode:
         deadline = time.monotonic() + timeout_s
         while True:
             alive = bool(self.pids()) and (self.process is None or self.process.alive())
-            if alive and (self.ready_port is None or _accepts(self.ready_port)):
+            if alive and (self.ready_port is None or accepts(self.ready_port)):
                 return
             if not alive and self.process is not None and self.process.popen.poll() is not None:
                 raise FaultError(f"node {self.name} exited with {self.process.popen.returncode} while starting "
@@ -126,7 +126,8 @@ def describe_exit(code: int | None) -> str:
     return f"exit {code}"
 
 
-def _accepts(port: int) -> bool:
+def accepts(port: int) -> bool:
+    """A TCP connection to 127.0.0.1:`port` succeeds within half a second."""
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=0.5):
             return True

@@ -1,0 +1,218 @@
+"""`ClusterBackend`: what every backend does the same way, so a backend only says how its nodes are made, started
+and taken away.
+
+`up()` is the one flow: `start_nodes()` (the backend's own: name server, master, slave made and started, the
+`nodes`, `targets`, `namesrv_addr` and `broker_addrs` filled in) -> `cluster_up` event -> every node ready ->
+the topic on every broker, its route at the name server, a probe send SEND_OK, the slave caught up -> the
+effective config read back into cluster.json and compared with the request -> the cluster state file (what
+`rmq-chaos fault|cluster` find) -> `cluster_ready`. `down()` runs the backend's `teardown_steps()` (each tried even
+when one before it failed), removes the state file and the work dir, writes `cluster_down`, and raises the errors
+as one line. Read-back, metrics and log copying are the same for every backend unless it says otherwise."""
+from __future__ import annotations
+
+import hashlib
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from faults.cluster_state import remove_cluster_state, write_cluster_state
+from faults.target import NodeTarget
+from harness import brokerclient
+from harness.backends.brokerconf import requested
+from harness.backends.programs import Program
+from harness.collectors.logs import copy_node_logs
+from harness.collectors.metrics import MetricsCollector, MetricsNode
+from harness.configlint import effective_differences
+from harness.readback import ReadbackSource, read_back
+from harness.rundir import RunDir
+from harness.scenario import BROKER_NODES, Scenario
+
+WORK_DIR = "work"
+READY_PROBE_TOPIC = "RMQ_CHAOS_READY"
+NODE_ORDER = ("namesrv", "master", "slave")
+UNIX_PATH_MAX = 100
+"""AF_UNIX paths are at most 108 bytes; a relay socket in a deeper work dir goes to the temp dir instead."""
+
+
+class ClusterError(RuntimeError):
+    """The cluster could not be stood up (or taken down) as asked (one line)."""
+
+
+class ClusterBackend:
+    """The shared part of a backend; subclasses implement `start_nodes` and `teardown_steps`."""
+
+    name = "?"
+
+    def __init__(self, scenario: Scenario, rd: RunDir, journal: Any, state_dir: Path, program: Program) -> None:
+        self.scenario = scenario
+        self.rd = rd
+        self.run_id = rd.run_id
+        self.cluster_id = rd.run_id
+        self.journal = journal
+        self.state_dir = Path(state_dir)
+        self.work = self.state_dir / WORK_DIR / self.run_id
+        self.program = program
+        self.nodes: dict[str, Any] = {}
+        self.targets: dict[str, NodeTarget] = {}
+        self.stores: dict[str, Any] = {}
+        self.relay: Any = None
+        self.namesrv_addr = ""
+        self.broker_addrs: dict[str, str] = {}
+        self.log_sources: dict[str, list[Path]] = {}
+        self._state_written = False
+
+    # --- what a backend provides ------------------------------------------------------------------------------
+
+    def start_nodes(self, say: Callable[[str], None]) -> None:
+        """Make and start every node of `NODE_ORDER`; fill in `nodes`, `targets`, `namesrv_addr`, `broker_addrs`."""
+        raise NotImplementedError
+
+    def teardown_steps(self) -> Iterable[tuple[str, Callable[[], Any]]]:
+        """(what, how) for everything `start_nodes` made, in the order it is taken away."""
+        raise NotImplementedError
+
+    def ready_note(self) -> str:
+        """Words appended to the "cluster ready" line."""
+        return ""
+
+    # --- up ---------------------------------------------------------------------------------------------------
+
+    def up(self, say: Callable[[str], None] = print) -> None:
+        timeout = self.scenario.cluster.ready_timeout
+        self.work.mkdir(parents=True, exist_ok=True)
+        self.start_nodes(say)
+        self.rd.event("cluster_up", backend=self.name, nodes=self.node_addrs())
+        for n in NODE_ORDER:
+            self.nodes[n].wait_ready(timeout)
+        self.wait_topic_ready(say)
+        info = self.cluster_info()
+        self.rd.write_cluster(info)
+        self.check_effective(info["effective_config"])
+        write_cluster_state(self.state_dir, self.cluster_id, self.run_id, self.name, list(self.targets.values()))
+        self._state_written = True
+        self.rd.event("cluster_ready", backend=self.name, nodes=self.node_addrs())
+        say(f"cluster ready: namesrv {self.namesrv_addr}, master {self.broker_addrs['master']}, "
+            f"slave {self.broker_addrs['slave']}{self.ready_note()}")
+
+    def make_stores(self) -> None:
+        """Each broker's store: a loop-mounted ext4 image of its own under its node dir (`errors=remount-ro`)."""
+        from harness.resources.loop_store import LoopStore
+
+        for n in BROKER_NODES:
+            node_dir = self.work / n
+            node_dir.mkdir(parents=True, exist_ok=True)
+            self.stores[n] = LoopStore.create(self.journal, str(node_dir / "store.img"), str(node_dir / "store"),
+                                              self.scenario.cluster.store_size, run_id=self.run_id, node=n,
+                                              label=f"rmq-{n}")
+
+    def node_addrs(self) -> dict[str, str]:
+        return {n: self.nodes[n].addr for n in NODE_ORDER if n in self.nodes}
+
+    def use_relay(self) -> bool:
+        mode = self.scenario.cluster.ha_relay
+        return mode == "always" or (mode == "auto" and any(f.kind == "ha_link" for _, f in self.scenario.faults))
+
+    def start_relay(self, master_ha_addr: str, listen: str) -> str:
+        """The HA relay on the slave's path to `master_ha_addr`, listening on `listen`; returns its address."""
+        from harness.resources.relay_process import RelayProcess
+
+        sock = self.work / "relay.sock"
+        if len(str(sock)) >= UNIX_PATH_MAX:
+            sock = Path(tempfile.gettempdir()) / f"rmq-chaos-{hashlib.sha1(str(sock).encode()).hexdigest()[:12]}.sock"
+        self.relay = RelayProcess.start(self.journal, master_ha_addr, str(sock), listen=listen, run_id=self.run_id,
+                                        log_path=str(self.work / "relay.log"))
+        return self.relay.listen
+
+    def wait_topic_ready(self, say: Callable[[str], None]) -> None:
+        t = self.scenario.topic
+        for n in BROKER_NODES:
+            brokerclient.create_topic(self.broker_addrs[n], t.name, t.queues)
+        deadline = time.monotonic() + self.scenario.cluster.ready_timeout
+        say(f"cluster: waiting for the route of {t.name}, the slave's HA connection and its catch-up")
+        brokerclient.wait_route(self.namesrv_addr, t.name, self.broker_addrs["master"], deadline)
+        brokerclient.wait_probe_send_ok(self.namesrv_addr, READY_PROBE_TOPIC, deadline)
+        self.nodes["slave"].wait_caught_up(max(0.1, deadline - time.monotonic()))
+
+    def cluster_info(self) -> dict[str, Any]:
+        c = self.scenario.cluster
+        effective = {n: brokerclient.broker_config(self.broker_addrs[n]) for n in BROKER_NODES}
+        return {
+            "backend": self.name, "cluster_id": self.cluster_id, "program": self.program.kind,
+            "rocketmq_home": str(self.program.home) if self.program.home else None, "version": c.version,
+            "cluster_name": c.cluster_name, "broker_name": c.broker_name, "namesrv": self.namesrv_addr,
+            "topic": self.scenario.topic.model_dump(), "ha_relay": self.relay is not None,
+            "nodes": [{"name": n, "role": self.nodes[n].role, "addr": self.nodes[n].addr,
+                       "pid": (self.nodes[n].pids() or [None])[0], "cgroups": self.targets[n].cgroups,
+                       "store_mount": self.targets[n].store_mount, "store_device": self.targets[n].store_device,
+                       "store_size": c.store_size if n in BROKER_NODES else None,
+                       "conf": self.targets[n].extras["conf"]} for n in NODE_ORDER],
+            "requested_config": {n: requested(c, n) for n in BROKER_NODES},
+            "effective_config": effective,
+        }
+
+    def check_effective(self, effective: dict[str, dict[str, str]]) -> None:
+        allowed = set(self.scenario.cluster.allow_keys)
+        problems = [f"{n}: {d}" for n in BROKER_NODES
+                    for d in effective_differences(requested(self.scenario.cluster, n), effective[n], allowed)]
+        if problems:
+            raise ClusterError("effective broker config differs from the scenario: " + "; ".join(problems))
+
+    # --- during the run ---------------------------------------------------------------------------------------
+
+    def metrics_nodes(self) -> list[MetricsNode]:
+        return [MetricsNode(n, self.nodes[n].pid_source, self.broker_addrs.get(n)) for n in NODE_ORDER]
+
+    def start_collectors(self) -> MetricsCollector:
+        collector = MetricsCollector(self.run_id, self.rd.layout.metrics, self.metrics_nodes(),
+                                     brokerclient.runtime_info_quick)
+        collector.start()
+        return collector
+
+    def read_back(self, timeout_s: float) -> dict[str, int]:
+        c = self.scenario.cluster
+        sources = [ReadbackSource(n, c.broker_name, self.broker_addrs[n]) for n in BROKER_NODES]
+        return read_back(self.run_id, self.scenario.topic.name, self.scenario.topic.queues, sources,
+                         brokerclient.read_queue, self.rd.layout.readback, timeout_s)
+
+    def copy_logs(self) -> None:
+        dirs = {n: [p for p in paths if p.is_dir()] for n, paths in self.log_sources.items()}
+        copy_node_logs(dirs, self.rd.layout.logs)
+        for n, paths in self.log_sources.items():
+            gc_logs = self.program.gc_logs(getattr(self.nodes.get(n), "started_pids", []))
+            for p in [*paths, *gc_logs]:
+                if p.is_file():
+                    (self.rd.layout.logs / n).mkdir(parents=True, exist_ok=True)
+                    (self.rd.layout.logs / n / p.name).write_bytes(p.read_bytes())
+            for p in gc_logs:  # the node's own files outside its directory: moved, not left behind
+                p.unlink(missing_ok=True)
+
+    # --- down -------------------------------------------------------------------------------------------------
+
+    def down(self) -> None:
+        """Take away everything the backend made (`teardown_steps`, then the cluster state file and the work dir);
+        raise every error as one line after trying all of it."""
+        errors: list[str] = []
+        for what, step in self.teardown_steps():
+            try:
+                step()
+            except Exception as err:  # noqa: BLE001 - take everything down, report the failures
+                errors.append(f"{what}: {err}")
+        brokerclient.shutdown()
+        if self._state_written:
+            remove_cluster_state(self.state_dir, self.cluster_id)
+        if not errors:
+            shutil.rmtree(self.work, ignore_errors=True)
+        self.rd.event("cluster_down", backend=self.name, nodes=list(self.nodes), errors=errors or None)
+        if errors:
+            raise ClusterError("; ".join(errors))
+
+    def stores_and_relay_steps(self) -> list[tuple[str, Callable[[], Any]]]:
+        """The relay and the loop-mounted stores: taken away the same way by every backend that made them here."""
+        steps: list[tuple[str, Callable[[], Any]]] = []
+        if self.relay is not None:
+            steps.append(("stop relay", self.relay.stop))
+        steps += [(f"store of {n}", store.destroy) for n, store in self.stores.items()]
+        return steps
