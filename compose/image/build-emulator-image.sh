@@ -10,14 +10,13 @@
 # An image whose label `rmq-chaos.source` matches the current sources is kept (use --force to rebuild).
 #
 # usage: compose/image/build-emulator-image.sh [--force] VERSION...      e.g. 4.9.1 5.3.0
-# env:   RMQ_IMAGE_CACHE (default /var/cache/rmq-chaos/image), DEBIAN_MIRROR (default http://deb.debian.org/debian),
+# env:   RMQ_IMAGE_CACHE (default /var/cache/rmq-chaos/image), DEBIAN_MIRROR (default: the one apt uses here),
 #        RMQ_EMULATOR_IMAGE (default rmq-chaos/rocketmq-emulator), DOCKER (default docker)
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
 CACHE=${RMQ_IMAGE_CACHE:-/var/cache/rmq-chaos/image}
-MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 REPOSITORY=${RMQ_EMULATOR_IMAGE:-rmq-chaos/rocketmq-emulator}
 DOCKER=${DOCKER:-docker}
 SUITE=bookworm
@@ -27,6 +26,8 @@ VERSION_RE='^(4\.9\.[0-8]|5\.[0-3]\.[0-9]{1,2})$'
 TRIM=(var/cache/apt/archives var/lib/apt/lists usr/share/doc usr/share/man usr/share/info usr/share/locale)
 
 die() { echo "build-emulator-image.sh: $*" >&2; exit 2; }
+# shellcheck source=compose/image/lib.sh
+. "$HERE/lib.sh"
 
 force=""
 versions=()
@@ -40,30 +41,19 @@ for arg in "$@"; do
   esac
 done
 [ ${#versions[@]} -gt 0 ] || die "give at least one version, e.g. 4.9.1"
-[ "$(id -u)" = 0 ] || die "needs root (debootstrap, chroot, file ownership of uid $IMAGE_UID)"
-for tool in debootstrap chroot tar sha256sum "$DOCKER"; do
-  command -v "$tool" >/dev/null || die "missing tool $tool (setup.sh installs debootstrap and docker.io)"
-done
-"$DOCKER" version --format '{{.Server.Version}}' >/dev/null 2>&1 || die "no Docker engine answers ($DOCKER version)"
+require_build_tools
+MIRROR=$(debian_mirror "$SUITE")
 
 # --- 1. the Debian tree (cached) -------------------------------------------------------------------------------
 base="$CACHE/rootfs-$SUITE"
 stamp="debootstrap --variant=minbase --include=$INCLUDE $SUITE $MIRROR; user rocketmq $IMAGE_UID"
 if [ ! -f "$base.stamp" ] || [ "$(cat "$base.stamp")" != "$stamp" ] || [ ! -x "$base/usr/bin/python3" ]; then
-  echo "build-emulator-image.sh: debootstrap $SUITE (minbase + $INCLUDE) into $base"
-  mkdir -p "$CACHE"
-  rm -rf "$base" "$base.tmp" "$base.stamp"
-  debootstrap --variant=minbase --include="$INCLUDE" "$SUITE" "$base.tmp" "$MIRROR"
-  chroot "$base.tmp" groupadd -g "$IMAGE_UID" rocketmq
-  chroot "$base.tmp" useradd -l -u "$IMAGE_UID" -g "$IMAGE_UID" -m -s /bin/bash rocketmq
-  for d in "${TRIM[@]}"; do rm -rf "${base:?}.tmp/$d"; mkdir -p "$base.tmp/$d"; done
-  mv "$base.tmp" "$base"
-  echo "$stamp" > "$base.stamp"
+  debootstrap_tree "$base" "$INCLUDE" "$stamp"
 fi
 
 # --- 2. what the image carries of ours, and its fingerprint ---------------------------------------------------------
 sources=$(cd "$REPO" && find remoting emulator -name '*.py' -type f | LC_ALL=C sort)
-fingerprint=$( (cd "$REPO" && echo "$sources" | xargs sha256sum; cd "$HERE" && sha256sum build-emulator-image.sh \
+fingerprint=$( (cd "$REPO" && echo "$sources" | xargs sha256sum; cd "$HERE" && sha256sum build-emulator-image.sh lib.sh \
   scripts/*; echo "$stamp") | sha256sum | cut -c1-16)
 
 for version in "${versions[@]}"; do

@@ -17,14 +17,13 @@
 # rmq-chaos.source (fingerprint of all of it): an image whose fingerprint matches is kept (--force rebuilds).
 #
 # usage: compose/image/build-jvm-image.sh [--force] --dist DIR VERSION        e.g. --dist ~/rocketmq-4.9.1 4.9.1
-# env:   RMQ_IMAGE_CACHE (default /var/cache/rmq-chaos/image), DEBIAN_MIRROR (default http://deb.debian.org/debian),
+# env:   RMQ_IMAGE_CACHE (default /var/cache/rmq-chaos/image), DEBIAN_MIRROR (default: the one apt uses here),
 #        RMQ_JVM_IMAGE (default rmq-chaos/rocketmq-jvm), RMQ_JRE_PACKAGE (default openjdk-17-jre-headless),
 #        DOCKER (default docker)
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 CACHE=${RMQ_IMAGE_CACHE:-/var/cache/rmq-chaos/image}
-MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 REPOSITORY=${RMQ_JVM_IMAGE:-rmq-chaos/rocketmq-jvm}
 JRE=${RMQ_JRE_PACKAGE:-openjdk-17-jre-headless}
 DOCKER=${DOCKER:-docker}
@@ -34,6 +33,8 @@ VERSION_RE='^(4\.9\.[0-8]|5\.[0-3]\.[0-9]{1,2})$'
 TRIM=(var/cache/apt/archives var/lib/apt/lists usr/share/doc usr/share/man usr/share/info usr/share/locale)
 
 die() { echo "build-jvm-image.sh: $*" >&2; exit 2; }
+# shellcheck source=compose/image/lib.sh
+. "$HERE/lib.sh"
 
 force=""
 dist=""
@@ -62,27 +63,16 @@ found=$(cd "$dist/lib" 2>/dev/null && ls | sed -n 's/^rocketmq-broker-\([0-9]*\.
 [ -n "$found" ] && [ "$(echo "$found" | wc -l)" = 1 ] || \
   die "--dist $dist: cannot tell its version (no single lib/rocketmq-broker-<version>.jar)"
 [ "$found" = "$version" ] || die "--dist $dist is RocketMQ $found, not $version; allowed: a distribution of $version, or version $found"
-[ "$(id -u)" = 0 ] || die "needs root (debootstrap, chroot, file ownership of uid $IMAGE_UID)"
-for tool in debootstrap chroot tar sha256sum "$DOCKER"; do
-  command -v "$tool" >/dev/null || die "missing tool $tool (setup.sh installs debootstrap and docker.io)"
-done
-"$DOCKER" version --format '{{.Server.Version}}' >/dev/null 2>&1 || die "no Docker engine answers ($DOCKER version)"
+require_build_tools
+MIRROR=$(debian_mirror "$SUITE")
 
 # --- 1. the Debian tree with the JRE (cached) -----------------------------------------------------------------------
 base="$CACHE/rootfs-$SUITE-$JRE"
 stamp="debootstrap --variant=minbase --include=$JRE $SUITE $MIRROR; user rocketmq $IMAGE_UID"
+jre_version_file() { chroot "$1" dpkg-query -W -f '${Version}' "$JRE" > "$1/.rmq-chaos-jre-version"; }
 if [ ! -f "$base.stamp" ] || [ "$(cat "$base.stamp")" != "$stamp" ] || ! ls "$base"/usr/lib/jvm/*/bin/java >/dev/null 2>&1
 then
-  echo "build-jvm-image.sh: debootstrap $SUITE (minbase + $JRE) into $base"
-  mkdir -p "$CACHE"
-  rm -rf "$base" "$base.tmp" "$base.stamp"
-  debootstrap --variant=minbase --include="$JRE" "$SUITE" "$base.tmp" "$MIRROR"
-  chroot "$base.tmp" groupadd -g "$IMAGE_UID" rocketmq
-  chroot "$base.tmp" useradd -l -u "$IMAGE_UID" -g "$IMAGE_UID" -m -s /bin/bash rocketmq
-  chroot "$base.tmp" dpkg-query -W -f '${Version}' "$JRE" > "$base.tmp/.rmq-chaos-jre-version"
-  for d in "${TRIM[@]}"; do rm -rf "${base:?}.tmp/$d"; mkdir -p "$base.tmp/$d"; done
-  mv "$base.tmp" "$base"
-  echo "$stamp" > "$base.stamp"
+  debootstrap_tree "$base" "$JRE" "$stamp" jre_version_file
 fi
 java=$(chroot "$base" readlink -f /usr/bin/java)
 java_home=${java%/bin/java}
@@ -102,7 +92,7 @@ for f in mqnamesrv:runserver.sh mqbroker:runbroker.sh; do
   execs "$dist/bin/${f%%:*}" "bin/${f#*:}" || pid1=forward
   execs "$dist/bin/${f#*:}" '"?\$JAVA"?[[:space:]]+\$\{?JAVA_OPT' || pid1=forward
 done
-fingerprint=$( (cd "$HERE" && sha256sum build-jvm-image.sh jvm-scripts/*; echo "$stamp $jre_version $dist_hash";
+fingerprint=$( (cd "$HERE" && sha256sum build-jvm-image.sh lib.sh jvm-scripts/*; echo "$stamp $jre_version $dist_hash";
   cd "$dist" && find bin conf -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum) | sha256sum | cut -c1-16)
 
 tag="$REPOSITORY:$version"
