@@ -1,7 +1,7 @@
 """Spark DataFrames of many run directories: requests, metrics, read-back, each with its declared schema.
 
 The part files of all runs are read in one scan per kind (the `run_id` column tells the runs apart), with the
-schema of `analysis/contract.py` converted to Spark's (never inferred). The request frame gets the columns
+schema of `analysis/contract/schemas.py` converted to Spark's (never inferred). The request frame gets the columns
 every later step groups by: the outcome's Jepsen class, the second of the run it started in, and the remark with
 its numbers replaced by `N` (so "period in queue: 205ms" and "...: 211ms" count as one remark).
 """

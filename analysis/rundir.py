@@ -311,7 +311,7 @@ def _screen_parts(directory: Path, schema: pa.Schema) -> tuple[list[Path], list[
         for f in schema:
             idx = file_schema.get_field_index(f.name)
             if idx < 0 and not f.nullable:
-                raise RunDirError(f"{path}: column {f.name!r} is missing (required by analysis/contract.py)")
+                raise RunDirError(f"{path}: column {f.name!r} is missing (required by analysis/contract/schemas.py)")
             if idx >= 0 and file_schema.field(idx).type != f.type:
                 raise RunDirError(f"{path}: column {f.name!r} has type {file_schema.field(idx).type}, "
                                   f"the contract says {f.type}")

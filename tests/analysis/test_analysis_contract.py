@@ -84,7 +84,7 @@ def test_failed_write_leaves_no_file(tmp_path, monkeypatch):
     def boom(*a, **k):
         raise OSError("disk full")
 
-    monkeypatch.setattr(c.pq, "write_table", boom)
+    monkeypatch.setattr(c.parts.pq, "write_table", boom)
     with pytest.raises(OSError, match="disk full"):
         c.write_part([_row(1)], tmp_path, "w1", c.REQUEST_SCHEMA)
     assert os.listdir(tmp_path) == []
