@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import signal
 import socket
-import time
 
 import pytest
 from loads_support import assert_contiguous_seqs, read_rows, rows_by_key, wait_for
@@ -30,11 +29,14 @@ def test_records_equal_requests_and_phases_follow_intended_time(broker, run_dir,
                              "send_timeout_ms": 30000}])
     load = start_load(spec)
     wait_for(lambda: load.stats()["rows_written"] > 0, 10, "the first rows on disk")
-    time.sleep(1.0)
+    # a schedule never fires ahead of itself: 240 sends at 200/s (+ the probe's ~20/s) mean more than 1 s of warmup
+    wait_for(lambda: load.stats()["fired"] >= 240, 20, "1 s of the warmup's schedule")
     change = load.set_phase("fault")  # the spec's rate for the phase: 600/s
     assert change["phase"] == "fault" and change["target_rate"] == pytest.approx(600)
-    time.sleep(2.0)
-    live = load.stats()
+    fired_at_change = load.stats()["fired"]
+    # likewise 960 more sends at 600/s (+ ~20/s) mean more than 1.5 s of the fault phase's schedule
+    live = wait_for(lambda: (lambda st: st if st["fired"] >= fired_at_change + 960 and st["phase"] == "fault"
+                             and st["p99_ms"] is not None else None)(load.stats()), 30, "1.5 s of the fault phase")
     assert live["phase"] == "fault" and live["outcomes"]["SEND_OK"] > 0 and live["p99_ms"] is not None
     result = load.stop()
 
