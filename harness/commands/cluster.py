@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _up(args: argparse.Namespace) -> int:
-    from harness.scenarioload import SourceError, load_scenarios
+    from harness.scenario import SourceError, load_scenarios
 
     try:
         runs = load_scenarios(args.scenario)

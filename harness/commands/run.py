@@ -41,7 +41,7 @@ def combine(codes: list[int]) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from harness.runner import STATUS_INTERRUPTED, Runner
-    from harness.scenarioload import SourceError, load_scenarios
+    from harness.scenario import SourceError, load_scenarios
 
     try:
         runs = load_scenarios(args.scenario)

@@ -19,7 +19,7 @@ def run(args: argparse.Namespace) -> int:
     import yaml
     from rich.console import Console
 
-    from harness.scenarioload import SourceError, load_scenarios
+    from harness.scenario import SourceError, load_scenarios
 
     out = Console()
     status = 0

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from malformed_scenarios import BASE
 
 from harness.cli import main
-from harness.scenarioload import SourceError, load_scenario_text
+from harness.scenario import SourceError, load_scenario_text
 
 REPO = Path(__file__).resolve().parents[2]
 EXIT_INVALID = 2
@@ -195,7 +195,7 @@ def test_fuzzed_bytes_are_accepted_or_refused_in_one_line(cut: int, junk: bytes,
     raw = BASE.encode()
     path.write_bytes(raw[:cut] + junk + raw[cut:])
     try:
-        from harness.scenarioload import load_scenarios
+        from harness.scenario import load_scenarios
         load_scenarios(path)
     except SourceError as err:
         line = err.one_line()

@@ -10,7 +10,7 @@ import yaml
 from malformed_scenarios import BASE, CASES, Case
 
 from harness.cli import main
-from harness.scenarioload import load_scenarios
+from harness.scenario import load_scenarios
 
 
 def _made_by(tmp_path: Path) -> tuple[list[str], set[int], list[str]]:
