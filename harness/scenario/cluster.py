@@ -79,7 +79,8 @@ class ClusterSpec(Strict):
     def _backend(self) -> ClusterSpec:
         if self.backend == "compose" and self.program == "apache":
             raise at(("program",), "'apache' runs the distribution at $ROCKETMQ_HOME on this machine; with backend "
-                                   "compose the image is the program (cluster.image); allowed: emulator, or backend local")
+                                   "compose the image is the program (cluster.image); allowed: emulator, or backend "
+                                   "local")
         if self.backend == "local" and self.image is not None:
             raise at(("image",), "applies to backend compose only; allowed: backend compose, or no image")
         return self
