@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from analysis.contract import OUTCOMES
 
@@ -60,6 +60,8 @@ ALLOWED_FILTERS: dict[str, tuple[str, ...]] = {
     "pagecache_put_p99_ms": ("node", "phase"),
 }
 FILTER_KEYS = ROW_FILTERS + ("fault", "group", "node")
+WORD_KEYS: dict[str, tuple[str, ...]] = {"metric": METRICS, "basis": BASES, "outcome": OUTCOMES}
+"""Keys whose value is one of a list of words, with their words."""
 
 Metric = Literal[
     "count", "share", "rate",
@@ -108,25 +110,12 @@ class Expectation(BaseModel):
             raise ValueError(f"unknown key {unknown[0]!r}; allowed keys: {', '.join(cls.model_fields)}")
         return data
 
-    @field_validator("metric", mode="before")
+    @field_validator(*WORD_KEYS, mode="before")
     @classmethod
-    def _metric_word(cls, v: Any) -> Any:
-        if v not in METRICS:
-            raise ValueError(f"metric {v!r} is not one of: {', '.join(METRICS)}")
-        return v
-
-    @field_validator("basis", mode="before")
-    @classmethod
-    def _basis_word(cls, v: Any) -> Any:
-        if v not in BASES:
-            raise ValueError(f"basis {v!r} is not one of: {', '.join(BASES)}")
-        return v
-
-    @field_validator("outcome", mode="before")
-    @classmethod
-    def _outcome_word(cls, v: Any) -> Any:
-        if v is not None and v not in OUTCOMES:
-            raise ValueError(f"outcome {v!r} is not one of: {', '.join(OUTCOMES)}")
+    def _known_word(cls, v: Any, info: ValidationInfo) -> Any:
+        words = WORD_KEYS[info.field_name]
+        if v not in words and not (v is None and info.field_name == "outcome"):  # no outcome: rows of any outcome
+            raise ValueError(f"{info.field_name} {v!r} is not one of: {', '.join(words)}")
         return v
 
     @model_validator(mode="after")

@@ -26,7 +26,7 @@ from faults.journal import Journal  # noqa: E402
 from faults.registry import fault_class  # noqa: E402
 from harness.backends.factory import make_backend, with_backend  # noqa: E402
 from harness.rundir import RunDir  # noqa: E402
-from harness.scenarioload import load_scenario_text  # noqa: E402
+from harness.scenario import load_scenario_text  # noqa: E402
 
 SCENARIO = """\
 name: bench-compose

@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from analysis.boundedyaml import YamlLimit, safe_load_bounded
-from harness.scenarioload import SourceError, load_scenario_text
+from harness.scenario import SourceError, load_scenario_text
 
 ONE_PHASE = "phases: [{name: a, duration: 1s}]\n"
 LAUGHS = "l0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(

@@ -229,7 +229,7 @@ def java_run(scenario_path: str, run_dir: Path, probe_mode: str) -> None:
     """The scenario's cluster on the Apache distribution, FloodProbe's load, the faults by `rmq-chaos fault apply`."""
     from faults.cluster_state import read_cluster_state
     from faults.journal import default_state_dir
-    from harness.scenarioload import load_scenarios
+    from harness.scenario import load_scenarios
 
     scenario = load_scenarios(scenario_path)[0]
     meta: dict = {"kind": f"java-{probe_mode}", "broker": "apache", "scenario": scenario.name,
@@ -290,7 +290,7 @@ def silent_run(scenario_path: str, run_dir: Path, kind: str) -> None:
         send_ok_reply,
     )
 
-    from harness.scenarioload import load_scenarios
+    from harness.scenario import load_scenarios
 
     scenario = load_scenarios(scenario_path)[0]
     silent = threading.Event()

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from harness.schemabase import Duration, Strict, at
+from harness.scenario import Duration, Strict, at
 from loads.consumer_spec import GroupSpec
 
 DEFAULT_DRAIN = "30s"

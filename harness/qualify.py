@@ -50,7 +50,7 @@ def load_one(source: str | Path | Mapping[str, Any] | Scenario, program: str | N
     """The scenario of a file (relative paths are tried under `base` first), a dict (the same keys as a file) or a
     `Scenario`, fully validated, with `cluster.program` replaced by `program` when given. A matrix is refused."""
     from harness.backends.factory import BackendUnavailable, check, with_backend
-    from harness.scenarioload import SourceError, load_scenario_text, load_scenarios
+    from harness.scenario import SourceError, load_scenario_text, load_scenarios
 
     try:
         if isinstance(source, Scenario):

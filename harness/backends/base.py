@@ -25,10 +25,9 @@ from harness.backends.brokerconf import requested
 from harness.backends.programs import Program
 from harness.collectors.logs import copy_node_logs
 from harness.collectors.metrics import MetricsCollector, MetricsNode
-from harness.configlint import effective_differences
 from harness.readback import ReadbackSource, read_back
 from harness.rundir import RunDir
-from harness.scenario import BROKER_NODES, Scenario
+from harness.scenario import BROKER_NODES, Scenario, effective_differences
 
 WORK_DIR = "work"
 READY_PROBE_TOPIC = "RMQ_CHAOS_READY"

@@ -1,5 +1,5 @@
 """broker.conf and namesrv.conf of the local backend: the layout keys the harness owns (names, ids, roles, ports,
-addresses, store paths) and the scenario's overrides on top (already linted, see `harness.configlint`).
+addresses, store paths) and the scenario's overrides on top (already linted, see `harness.scenario.lint`).
 
 Defaults written on purpose, matching the recorded real cluster (`../shared/fixtures/README.md`): the master is
 SYNC_MASTER with SYNC_FLUSH, the slave ASYNC_FLUSH; `brokerIP1 = brokerIP2 = 127.0.0.1`; `storePathCommitLog` is
@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.configlint import conf_text
-from harness.scenario import ClusterSpec
+from harness.scenario import ClusterSpec, conf_text
 
 HOST = "127.0.0.1"
 MASTER_DEFAULTS: dict[str, Any] = {"brokerRole": "SYNC_MASTER", "flushDiskType": "SYNC_FLUSH"}

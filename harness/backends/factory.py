@@ -8,8 +8,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from harness.scenario import ClusterSpec, Scenario
-from harness.schemabase import problem_text
+from harness.scenario import ClusterSpec, Scenario, problem_text
 
 
 class BackendUnavailable(RuntimeError):

@@ -38,12 +38,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _up(args: argparse.Namespace) -> int:
-    from harness.scenarioload import SourceError, load_scenarios
+    from harness.commands.run import scenario_runs
 
-    try:
-        runs = load_scenarios(args.scenario)
-    except SourceError as err:
-        print(err.one_line(), file=sys.stderr)
+    runs = scenario_runs(args.scenario)
+    if runs is None:
         return EXIT_INVALID
     if len(runs) != 1:
         print(f"{args.scenario}: a matrix of {len(runs)} runs; `cluster up` takes a scenario of one", file=sys.stderr)

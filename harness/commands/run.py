@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from harness.scenario import Scenario
 
 NAME = "run"
 HELP = "run a scenario file (every run of its matrix) and exit with the verdict (0 held, 1 failed, 2 unknown)"
@@ -32,6 +36,17 @@ def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
                              "distribution at $ROCKETMQ_HOME (local backend)")
 
 
+def scenario_runs(path: str) -> list[Scenario] | None:
+    """Every run of the scenario file at `path`, or None once its one-line error is on stderr."""
+    from harness.scenario import SourceError, load_scenarios
+
+    try:
+        return load_scenarios(path)
+    except SourceError as err:
+        print(err.one_line(), file=sys.stderr)
+        return None
+
+
 def combine(codes: list[int]) -> int:
     """Jepsen's priority: false (1) over unknown (2) over true (0)."""
     if 1 in codes:
@@ -41,12 +56,9 @@ def combine(codes: list[int]) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from harness.runner import STATUS_INTERRUPTED, Runner
-    from harness.scenarioload import SourceError, load_scenarios
 
-    try:
-        runs = load_scenarios(args.scenario)
-    except SourceError as err:
-        print(err.one_line(), file=sys.stderr)
+    runs = scenario_runs(args.scenario)
+    if runs is None:
         return EXIT_INVALID
     if args.only:
         names = [r.name for r in runs]

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 NAME = "validate"
 HELP = "check scenario files (schema, matrix, faults, broker.conf lint) without starting anything"
@@ -19,15 +18,13 @@ def run(args: argparse.Namespace) -> int:
     import yaml
     from rich.console import Console
 
-    from harness.scenarioload import SourceError, load_scenarios
+    from harness.commands.run import scenario_runs
 
     out = Console()
     status = 0
     for path in args.scenarios:
-        try:
-            runs = load_scenarios(path)
-        except SourceError as err:
-            print(err.one_line(), file=sys.stderr)
+        runs = scenario_runs(path)
+        if runs is None:
             status = EXIT_INVALID
             continue
         for s in runs:

@@ -21,7 +21,7 @@ from faults.undo import run_ops
 from harness.cli import main
 from harness.collectors.consumer_lag import ConsumerLagCollector, stats_rows
 from harness.progress import consumer_line
-from harness.scenarioload import load_scenarios
+from harness.scenario import load_scenarios
 
 SCENARIO = """\
 name: cons

@@ -9,12 +9,10 @@ import pytest
 
 from harness.backends.ports import PortPicker, is_free
 from harness.collectors.broker_figures import broker_figures
-from harness.configlint import effective_differences
 from harness.loadplan import load_spec
 from harness.rundir import RunDir
-from harness.scenario import Scenario
+from harness.scenario import Scenario, effective_differences, format_duration, format_size, parse_duration, parse_size
 from harness.timeline import Clock, build_timeline
-from harness.units import format_duration, format_size, parse_duration, parse_size
 
 SCENARIO = {"name": "u", "load": {"model": "open", "rate": 100, "clients": [
     {"name": "flood", "users": 4}, {"name": "probe", "model": "closed", "users": 1, "timeout": "30s"}]},
@@ -118,7 +116,7 @@ def test_run_directory_writer(tmp_path: Path) -> None:
 def test_matrix_run_ids_are_safe_names(tmp_path: Path) -> None:
     """A matrix combination is named `<name>.<axis>=<value>`; its run id (a directory, cgroup and compose project
     name) keeps letters, digits, '-', '_' and '.' only, and still tells the combinations apart."""
-    from harness.scenarioload import load_scenarios
+    from harness.scenario import load_scenarios
 
     combos = load_scenarios(Path(__file__).resolve().parents[2] / "scenarios" / "transient-store-pool.yaml")
     ids = [RunDir.create(tmp_path, s).run_id for s in combos]

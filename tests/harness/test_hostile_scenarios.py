@@ -16,10 +16,12 @@ from hypothesis import strategies as st
 from malformed_scenarios import BASE
 
 from harness.cli import main
-from harness.scenarioload import SourceError, load_scenario_text
+from harness.scenario import SourceError, load_scenario_text
 
 REPO = Path(__file__).resolve().parents[2]
 EXIT_INVALID = 2
+ONE_PHASE = "phases: [{name: a, duration: 1s}]\n"
+"""The phases of a small valid scenario, after the key a crafted file is about."""
 LAUGHS = "".join(f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 9)}]\n" for i in range(1, 9))
 
 CRAFTED: dict[str, tuple[str | bytes, str]] = {
@@ -32,42 +34,39 @@ CRAFTED: dict[str, tuple[str | bytes, str]] = {
     "deep-flow-maps": ("name: x\nphases: " + "{a: " * 5000 + "1" + "}" * 5000 + "\n", "nested deeper"),
     "deep-block": ("name: x\nphases:\n" + "".join("  " * i + "- \n" for i in range(1, 200)), "nested deeper"),
     "anchor-to-itself": ("name: x\nphases: &p [*p]\n", "cycle"),
-    "anchor-to-itself-map": ("name: x\nload: &m {clients: *m}\nphases: [{name: a, duration: 1s}]\n", "cycle"),
+    "anchor-to-itself-map": ("name: x\nload: &m {clients: *m}\n" + ONE_PHASE, "cycle"),
     "python-object-tag": ("name: !!python/object/apply:os.system [true]\n", "tag"),
     "python-name-tag": ("name: x\nphases: !!python/name:os.system\n", "tag"),
-    "binary-tag": ("name: !!binary aGVsbG8=\nphases: [{name: a, duration: 1s}]\n", "tag"),
+    "binary-tag": ("name: !!binary aGVsbG8=\n" + ONE_PHASE, "tag"),
     "set-tag": ("name: x\nphases: !!set {a, b}\n", "tag"),
-    "huge-int": ("name: x\ntopic: {queues: " + "9" * 5000 + "}\nphases: [{name: a, duration: 1s}]\n", "number"),
-    "huge-float": ("name: x\nload: {model: open, rate: 1.0e+999, clients: [{name: f}]}\n"
-                   "phases: [{name: a, duration: 1s}]\n", "finite"),
-    "nan-rate": ("name: x\nload: {model: open, rate: .nan, clients: [{name: f}]}\n"
-                 "phases: [{name: a, duration: 1s}]\n", "finite"),
-    "inf-text-limit": ("name: x\nphases: [{name: a, duration: 1s}]\n"
-                       "expect: [{phase: a, metric: share, outcome: SEND_OK, min: '1e400'}]\n", "finite"),
-    "rate-1e300": ("name: x\nload: {model: open, rate: 1.0e+300, clients: [{name: f}]}\n"
-                   "phases: [{name: a, duration: 1s}]\n", "at most"),
+    "huge-int": ("name: x\ntopic: {queues: " + "9" * 5000 + "}\n" + ONE_PHASE, "number"),
+    "huge-float": ("name: x\nload: {model: open, rate: 1.0e+999, clients: [{name: f}]}\n" + ONE_PHASE, "finite"),
+    "nan-rate": ("name: x\nload: {model: open, rate: .nan, clients: [{name: f}]}\n" + ONE_PHASE, "finite"),
+    "inf-text-limit": ("name: x\n" + ONE_PHASE
+                       + "expect: [{phase: a, metric: share, outcome: SEND_OK, min: '1e400'}]\n", "finite"),
+    "rate-1e300": ("name: x\nload: {model: open, rate: 1.0e+300, clients: [{name: f}]}\n" + ONE_PHASE, "at most"),
     "week-long-phase": ("name: x\nphases: [{name: a, duration: 99999999999h}]\n", "at most"),
     "400-digit-duration": ("name: x\nphases: [{name: a, duration: " + "9" * 400 + "s}]\n", "duration"),
-    "petabyte-store": ("name: x\ncluster: {store_size: 4096TiB}\nphases: [{name: a, duration: 1s}]\n", "at most"),
-    "endless-think-time": ("name: x\nload: {clients: [{name: f, users: 1, think_time: 9999999h}]}\n"
-                           "phases: [{name: a, duration: 1s}]\n", "at most"),
+    "petabyte-store": ("name: x\ncluster: {store_size: 4096TiB}\n" + ONE_PHASE, "at most"),
+    "endless-think-time": ("name: x\nload: {clients: [{name: f, users: 1, think_time: 9999999h}]}\n" + ONE_PHASE,
+                           "at most"),
     "matrix-of-a-million-runs": ("name: x\ncluster: {allow_keys: [" + ", ".join(f"k{i}" for i in range(10)) + "]}\n"
-                                 "phases: [{name: a, duration: 1s}]\nmatrix:\n"
+                                 + ONE_PHASE + "matrix:\n"
                                  + "".join(f"  cluster.broker.common.k{i}: [1, 2, 3, 4]\n" for i in range(10)),
                                  "runs"),
     "many-phases": ("name: x\nphases:\n" + "".join(f"  - {{name: p{i}, duration: 1ms}}\n" for i in range(300)),
                     "at most"),
-    "giant-string": ("name: " + "a" * 300_000 + "\nphases: [{name: a, duration: 1s}]\n", "KiB"),
-    "giant-name": ("name: " + "a" * 60_000 + "\nphases: [{name: a, duration: 1s}]\n", "name"),
-    "nul-byte": ("name: x\x00y\nphases: [{name: a, duration: 1s}]\n", "#x0000"),
-    "bell-and-escape": ("name: x\x07\x1b[31m\nphases: [{name: a, duration: 1s}]\n", "#x0007"),
-    "c1-control": ("name: x\x85\x9b\nphases: [{name: a, duration: 1s}]\n", "x009b"),
+    "giant-string": ("name: " + "a" * 300_000 + "\n" + ONE_PHASE, "KiB"),
+    "giant-name": ("name: " + "a" * 60_000 + "\n" + ONE_PHASE, "name"),
+    "nul-byte": ("name: x\x00y\n" + ONE_PHASE, "#x0000"),
+    "bell-and-escape": ("name: x\x07\x1b[31m\n" + ONE_PHASE, "#x0007"),
+    "c1-control": ("name: x\x85\x9b\n" + ONE_PHASE, "x009b"),
     "tab-indent": ("name: x\nphases:\n\t- {name: a, duration: 1s}\n", "\\t"),
-    "latin-1-bytes": (b"name: caf\xe9\nphases: [{name: a, duration: 1s}]\n", "UTF-8"),
-    "utf-16-with-bom": ("name: x\nphases: [{name: a, duration: 1s}]\n".encode("utf-16"), "UTF-8"),
+    "latin-1-bytes": (b"name: caf\xe9\n" + ONE_PHASE.encode(), "UTF-8"),
+    "utf-16-with-bom": (("name: x\n" + ONE_PHASE).encode("utf-16"), "UTF-8"),
     "bom-then-garbage": (b"\xef\xbb\xbf\xff\xfe", "UTF-8"),
-    "duplicate-key": ("name: x\nphases: [{name: a, duration: 1s}]\nname: y\n", "duplicate"),
-    "timestamp": ("name: 2026-11-23\nphases: [{name: a, duration: 1s}]\n", "quote"),
+    "duplicate-key": ("name: x\n" + ONE_PHASE + "name: y\n", "duplicate"),
+    "timestamp": ("name: 2026-11-23\n" + ONE_PHASE, "quote"),
     "empty": ("", "empty"),
     "only-a-comment": ("# nothing\n", "empty"),
     "a-list": ("- a\n- b\n", "mapping"),
@@ -126,7 +125,8 @@ def test_run_and_cluster_up_refuse_a_bomb_before_starting_anything(command: str,
     """Through the real command line: exit 2, one line on stderr, no state dir, no run directory."""
     path = _write(tmp_path, "bomb", CRAFTED["billion-laughs"][0])
     state, out = tmp_path / "state", tmp_path / "runs"
-    argv = ["run", str(path), "--out", str(out), "--no-report"] if command == "run" else ["cluster", "up", str(path), "--out", str(out)]
+    argv = (["run", str(path), "--out", str(out), "--no-report"] if command == "run"
+            else ["cluster", "up", str(path), "--out", str(out)])
     env = {**os.environ, "RMQ_CHAOS_STATE": str(state), "PYTHONPATH": str(REPO)}
     proc = subprocess.run([sys.executable, "-m", "harness.cli", *argv], cwd=REPO, env=env, capture_output=True,
                           text=True, timeout=100, check=False)
@@ -195,7 +195,7 @@ def test_fuzzed_bytes_are_accepted_or_refused_in_one_line(cut: int, junk: bytes,
     raw = BASE.encode()
     path.write_bytes(raw[:cut] + junk + raw[cut:])
     try:
-        from harness.scenarioload import load_scenarios
+        from harness.scenario import load_scenarios
         load_scenarios(path)
     except SourceError as err:
         line = err.one_line()

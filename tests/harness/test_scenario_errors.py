@@ -10,7 +10,14 @@ import yaml
 from malformed_scenarios import BASE, CASES, Case
 
 from harness.cli import main
-from harness.scenarioload import load_scenarios
+from harness.scenario import Scenario, load_scenarios
+
+
+def _load_text(tmp_path: Path, text: str) -> list[Scenario]:
+    """The runs of a scenario file holding `text`."""
+    path = tmp_path / "scenario.yaml"
+    path.write_text(text, encoding="utf-8")
+    return load_scenarios(path)
 
 
 def _made_by(tmp_path: Path) -> tuple[list[str], set[int], list[str]]:
@@ -55,8 +62,8 @@ def test_cli_exit_code_and_stderr_line(tmp_path: Path) -> None:
     path = tmp_path / "bad.yaml"
     path.write_text(CASES[0].text(), encoding="utf-8")
     proc = subprocess.run([sys.executable, "-m", "harness.cli", "run", str(path), "--out", str(tmp_path / "runs")],
-                          capture_output=True, text=True, env={"RMQ_CHAOS_STATE": str(tmp_path / "s"), "PATH": "/usr/bin:/bin"},
-                          check=False, timeout=60)
+                          capture_output=True, text=True, check=False, timeout=60,
+                          env={"RMQ_CHAOS_STATE": str(tmp_path / "s"), "PATH": "/usr/bin:/bin"})
     assert proc.returncode == 2
     assert proc.stderr.splitlines() == [f"{path}:2: nmae: unknown key 'nmae'; allowed: name, description, variant, "
                                         "cluster, topic, load, warmup, phases, readback, consumers, expect"]
@@ -68,9 +75,7 @@ def test_there_are_at_least_twenty_cases() -> None:
 
 
 def test_base_is_valid_and_resolves(tmp_path: Path) -> None:
-    path = tmp_path / "base.yaml"
-    path.write_text(BASE, encoding="utf-8")
-    (s,) = load_scenarios(path)
+    (s,) = _load_text(tmp_path, BASE)
     data = s.resolved()
     assert [p["name"] for p in data["phases"]] == ["warmup", "healthy", "outage"]
     assert [p["duration_s"] for p in data["phases"]] == [5.0, 5.0, 5.0]
@@ -79,31 +84,25 @@ def test_base_is_valid_and_resolves(tmp_path: Path) -> None:
     assert data["load"]["clients"][0]["profile"] == "java-4.9.1"
     assert data["phases"][2]["faults"][0] == {"id": "ro", "kind": "readonly_fs", "target": "slave", "params": {},
                                               "revert": "phase_end"}
-    again = tmp_path / "again.yaml"
-    again.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    (s2,) = load_scenarios(again)
+    (s2,) = _load_text(tmp_path, yaml.safe_dump(data, sort_keys=False))
     assert s2.resolved() == data
 
 
 def test_phase_expectations_join_the_list_with_their_phase(tmp_path: Path) -> None:
-    path = tmp_path / "p.yaml"
-    path.write_text(BASE.replace("      - {id: ro, kind: readonly_fs, target: slave}\n",
-                                 "      - {id: ro, kind: readonly_fs, target: slave}\n"
-                                 "    expect:\n      - {outcome: SEND_OK, metric: count, max: 0}\n"), encoding="utf-8")
-    (s,) = load_scenarios(path)
+    (s,) = _load_text(tmp_path, BASE.replace("      - {id: ro, kind: readonly_fs, target: slave}\n",
+                                             "      - {id: ro, kind: readonly_fs, target: slave}\n"
+                                             "    expect:\n      - {outcome: SEND_OK, metric: count, max: 0}\n"))
     assert [(e.phase, e.metric) for e in s.expect] == [("healthy", "share"), ("outage", "count")]
 
 
 def test_matrix_expands_every_combination(tmp_path: Path) -> None:
-    path = tmp_path / "m.yaml"
-    path.write_text(BASE.replace("expect:\n", """matrix:
+    runs = _load_text(tmp_path, BASE.replace("expect:\n", """matrix:
   cluster.version: ["4.9.1", "4.9.3"]
   fallbehind:
     - {name: default, set: {}}
     - {name: 1m, set: {cluster.broker.master.haSlaveFallbehindMax: 1048576, phases.outage.duration: 7s}}
 expect:
-"""), encoding="utf-8")
-    runs = load_scenarios(path)
+"""))
     assert [r.name for r in runs] == [
         "base.version=4.9.1.fallbehind=default", "base.version=4.9.1.fallbehind=1m",
         "base.version=4.9.3.fallbehind=default", "base.version=4.9.3.fallbehind=1m"]
@@ -116,11 +115,10 @@ expect:
 
 
 def test_key_the_version_lacks_passes_when_allowed(tmp_path: Path) -> None:
-    path = tmp_path / "a.yaml"
-    path.write_text(BASE.replace('version: "4.9.1"\n  store_size: 64MiB\n  broker:\n',
-                                 'version: "5.3.0"\n  store_size: 64MiB\n  allow_keys: [haSlaveFallbehindMax]\n'
-                                 '  broker:\n    master: {haSlaveFallbehindMax: 1048576}\n'), encoding="utf-8")
-    (s,) = load_scenarios(path)
+    (s,) = _load_text(tmp_path, BASE.replace('version: "4.9.1"\n  store_size: 64MiB\n  broker:\n',
+                                             'version: "5.3.0"\n  store_size: 64MiB\n'
+                                             '  allow_keys: [haSlaveFallbehindMax]\n'
+                                             '  broker:\n    master: {haSlaveFallbehindMax: 1048576}\n'))
     assert s.cluster.broker.master["haSlaveFallbehindMax"] == 1048576
 
 

@@ -25,7 +25,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from harness.yamlsource import Marks
+from harness.scenario.model import Scenario
+from harness.scenario.reader import Marks
 
 MAX_RUNS = 256
 LABEL_RE = re.compile(r"[^A-Za-z0-9_.-]+")
@@ -84,7 +85,6 @@ def expand(data: dict[str, Any], marks: Marks) -> list[Combination]:
 
 
 def _top_keys() -> tuple[str, ...]:
-    from harness.scenario import Scenario
     return tuple(Scenario.model_fields)
 
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer, ValidationError, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
-from harness.units import format_duration, format_size, parse_duration, parse_size
-from harness.yamlsource import Marks, SourceError
+from harness.scenario.reader import Marks, SourceError, shorten
+from harness.scenario.units import format_duration, format_size, parse_duration, parse_size
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$"
 RUN_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.=-]{0,179}$"
@@ -37,6 +37,10 @@ Duration = Annotated[float, BeforeValidator(_duration), PlainSerializer(format_d
 """Seconds, written as `30s`, `2m`, `1h`, `500ms`."""
 Size = Annotated[int, BeforeValidator(_size), PlainSerializer(format_size, return_type=str)]
 """Bytes, written as `64MiB`, `2GiB`, `128B`."""
+Name = Annotated[str, Field(pattern=NAME_PATTERN)]
+"""A name in the scenario (cluster, broker, client, phase, fault id): letters, digits, `_.-`, at most 100."""
+RunName = Annotated[str, Field(pattern=RUN_NAME_PATTERN)]
+"""A scenario's name, which names its runs (a matrix adds `.<axis>=<value>`), at most 180."""
 
 
 class Strict(BaseModel):
@@ -106,19 +110,10 @@ def problem_text(e: dict[str, Any]) -> str:
     return msg
 
 
-SHOW_CHARS = 80
-"""A value quoted in a message is cut to this many characters (a giant value would drown the line)."""
-
-
 def _show(v: Any) -> str:
     if isinstance(v, (dict, list)):
         return "a mapping" if isinstance(v, dict) else "a list"
     return f"{type(v).__name__} {shorten(repr(v))}" if v is not None else "nothing (null)"
-
-
-def shorten(text: str, limit: int = SHOW_CHARS) -> str:
-    """`text` cut to `limit` characters, with how much was left out."""
-    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
 def _expected_words(expected: str) -> str:

@@ -7,11 +7,12 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from harness import configlint
 from harness.consumergroups import is_consumer_target
-from harness.scenario import BROKER_NODES, Scenario
-from harness.schemabase import first_error
-from harness.yamlsource import Marks
+from harness.scenario.cluster import BROKER_NODES
+from harness.scenario.lint import lint_scenario
+from harness.scenario.model import Scenario
+from harness.scenario.reader import Marks
+from harness.scenario.schema import first_error
 
 STORE_FAULTS = ("readonly_fs", "disk_freeze", "disk_throttle")
 """Faults that act on a node's store: only brokers have one."""
@@ -27,7 +28,7 @@ def check_scenario(scenario: Scenario, marks: Marks) -> None:
     _check_faults(scenario, marks)
     _check_clients(scenario, marks)
     _check_load(scenario, marks)
-    configlint.lint_scenario(scenario, marks)
+    lint_scenario(scenario, marks)
     _check_store(scenario, marks)
 
 

@@ -18,6 +18,8 @@ from analysis.boundedyaml import YamlLimit, compose_bounded, read_capped
 Path_ = tuple[str | int, ...]
 MAX_LINE = 1000
 """An error line is cut to this many characters (values quoted in it may be long)."""
+SHOW_CHARS = 80
+"""A value quoted in a message is cut to this many characters (a giant value would drown the line)."""
 
 
 class SourceError(ValueError):
@@ -34,8 +36,12 @@ class SourceError(ValueError):
         where = f"{self.source}:{self.line}" if self.line else self.source
         key = format_path(self.path)
         text = f"{where}: {key}: {self.problem}" if key else f"{where}: {self.problem}"
-        text = " ".join(text.split())
-        return text if len(text) <= MAX_LINE else f"{text[:MAX_LINE]}... ({len(text)} characters)"
+        return shorten(" ".join(text.split()), MAX_LINE)
+
+
+def shorten(text: str, limit: int = SHOW_CHARS) -> str:
+    """`text` cut to `limit` characters, with how much was left out."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
 def format_path(path: Sequence[str | int]) -> str:

@@ -11,6 +11,9 @@ Example::
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+
+from harness.scenario.reader import shorten
 
 DURATION_UNITS: dict[str, float] = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 SIZE_UNITS: dict[str, int] = {"B": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3, "TiB": 1024**4}
@@ -24,38 +27,32 @@ DURATION_ALLOWED = "a number with a unit: " + ", ".join(f"N{u}" for u in DURATIO
 SIZE_ALLOWED = "a number with a unit: " + ", ".join(f"N{u}" for u in SIZE_UNITS)
 
 
-def _q(text: object) -> str:
-    """`repr(text)` cut to 80 characters for a one-line message."""
-    r = repr(text)
-    return r if len(r) <= 80 else f"{r[:80]}... ({len(r)} characters)"
-
-
 def parse_duration(text: object) -> float:
     """Seconds of a duration string. Raises `ValueError` naming the accepted forms."""
-    if isinstance(text, bool) or not isinstance(text, str):
-        raise ValueError(f"{_q(text)} is not a duration; allowed: {DURATION_ALLOWED}")
-    m = DURATION_RE.match(text)
-    if not m:
-        raise ValueError(f"{_q(text)} is not a duration; allowed: {DURATION_ALLOWED}")
-    seconds = float(m[1]) * DURATION_UNITS[m[2]]
+    seconds = _number_times_unit(text, "duration", DURATION_RE, DURATION_UNITS, DURATION_ALLOWED)
     if seconds > MAX_DURATION_S:
-        raise ValueError(f"{_q(text)} is too long; allowed: at most {MAX_DURATION_S / 3600:g}h")
+        raise ValueError(f"{shorten(repr(text))} is too long; allowed: at most {MAX_DURATION_S / 3600:g}h")
     return seconds
 
 
 def parse_size(text: object) -> int:
     """Bytes of a size string. Raises `ValueError` naming the accepted forms."""
-    if isinstance(text, bool) or not isinstance(text, str):
-        raise ValueError(f"{_q(text)} is not a size; allowed: {SIZE_ALLOWED}")
-    m = SIZE_RE.match(text)
-    if not m:
-        raise ValueError(f"{_q(text)} is not a size; allowed: {SIZE_ALLOWED}")
-    value = float(m[1]) * SIZE_UNITS[m[2]]
+    value = _number_times_unit(text, "size", SIZE_RE, SIZE_UNITS, SIZE_ALLOWED)
     if value > MAX_SIZE:
-        raise ValueError(f"{_q(text)} is too large; allowed: at most 1TiB")
+        raise ValueError(f"{shorten(repr(text))} is too large; allowed: at most 1TiB")
     if value != int(value):
-        raise ValueError(f"{_q(text)} is not a whole number of bytes")
+        raise ValueError(f"{shorten(repr(text))} is not a whole number of bytes")
     return int(value)
+
+
+def _number_times_unit(text: object, what: str, pattern: re.Pattern[str], units: Mapping[str, float],
+                       allowed: str) -> float:
+    """The number of `text` times the factor of its unit. Raises `ValueError` when `text` is not a string of the
+    form `pattern` (a number, then one of `units`)."""
+    m = pattern.match(text) if isinstance(text, str) else None
+    if m is None:
+        raise ValueError(f"{shorten(repr(text))} is not a {what}; allowed: {allowed}")
+    return float(m[1]) * units[m[2]]
 
 
 def format_duration(seconds: float) -> str:

@@ -14,8 +14,9 @@ import difflib
 from collections.abc import Mapping
 from typing import Any
 
-from harness.scenario import BROKER_NODES, Scenario
-from harness.yamlsource import Marks
+from harness.scenario.cluster import BROKER_NODES
+from harness.scenario.model import Scenario
+from harness.scenario.reader import Marks
 
 HARNESS_KEYS = (
     "brokerClusterName", "brokerName", "brokerId", "namesrvAddr", "listenPort", "haListenPort",

@@ -16,11 +16,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from harness.matrix import expand
-from harness.scenario import Scenario
-from harness.scenariocheck import check_scenario
-from harness.schemabase import first_error
-from harness.yamlsource import Marks, SourceError, load_marked
+from harness.scenario.check import check_scenario
+from harness.scenario.matrix import expand
+from harness.scenario.model import Scenario
+from harness.scenario.reader import Marks, SourceError, load_marked
+from harness.scenario.schema import first_error
 
 __all__ = ["SourceError", "load_scenarios", "load_scenario_text"]
 MAX_MATRIX_VALUES = 500_000

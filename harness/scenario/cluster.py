@@ -1,0 +1,101 @@
+"""The `cluster:` section of a scenario: backend, broker program and version, image, heap, store size and the
+per-node broker.conf overrides (linted against the version by `harness.scenario.lint`)."""
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from harness.scenario.schema import Duration, Name, Size, Strict, at
+
+NODE_NAMES = ("namesrv", "master", "slave")
+BROKER_NODES = ("master", "slave")
+IMAGE_RE = re.compile(r"^[a-z0-9]+([._-]+[a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-]+[a-z0-9]+)*)*"
+                      r"(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[0-9a-f]{64})?$")
+VERSION_RE = re.compile(r"^(4\.9\.[0-8]|5\.[0-3]\.\d{1,2})$")
+VERSIONS_ALLOWED = "4.9.0 to 4.9.8, 5.0.x to 5.3.x (as a quoted string, e.g. \"4.9.1\")"
+HEAP_RE = re.compile(r"^(\s*-Xm[sxn]\d+[kKmMgG]?)+\s*$")
+DEFAULT_HEAP = "-Xms128m -Xmx128m -Xmn64m"
+DEFAULT_STORE_SIZE = "4GiB"
+MIN_STORE_SIZE = 32 * 1024 * 1024
+MAX_CONF_KEYS = 512
+
+ConfValue = str | int | float | bool
+BrokerConf = Annotated[dict[str, ConfValue], Field(max_length=MAX_CONF_KEYS)]
+
+
+class BrokerConfSection(Strict):
+    """broker.conf overrides: `common` for both brokers, then `master` / `slave` for one of them (Apache key names)."""
+
+    common: BrokerConf = {}
+    master: BrokerConf = {}
+    slave: BrokerConf = {}
+
+    def for_node(self, node: str) -> dict[str, ConfValue]:
+        return {**self.common, **getattr(self, node)}
+
+
+class ClusterSpec(Strict):
+    """What to stand up: backend, broker program and version, per-node broker.conf overrides, store size."""
+
+    backend: Literal["local", "compose"] = Field(
+        default="local", description="local: processes on this machine; compose: containers of compose/ (Docker)")
+    image: str | None = Field(default=None, description="compose: the image of every node (default $ROCKETMQ_IMAGE, "
+                                                        "else apache/rocketmq:<version>; '{version}' is replaced)")
+    program: Literal["emulator", "apache"] = Field(
+        default="emulator", description="emulator: the embedded cluster; apache: the distribution at $ROCKETMQ_HOME")
+    version: str = Field(default="4.9.1", description="RocketMQ version (selects the emulator's version profile)")
+    cluster_name: Name = "DefaultCluster"
+    broker_name: Name = "broker-a"
+    store_size: Size = Field(default=DEFAULT_STORE_SIZE, description="size of each broker's loop-mounted ext4 store")
+    heap: str = Field(default=DEFAULT_HEAP, description="HEAP_OPTS of each broker (-Xms/-Xmx/-Xmn)")
+    namesrv: BrokerConf = {}
+    broker: BrokerConfSection = BrokerConfSection()
+    allow_keys: list[str] = Field(default=[], description="broker.conf keys the version lacks, allowed on purpose")
+    ha_relay: Literal["auto", "always", "never"] = Field(
+        default="auto", description="put the HA relay on the slave's path to the master (auto: when ha_link is used)")
+    ready_timeout: Duration = "60s"
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _version(cls, v: Any) -> Any:
+        if isinstance(v, (int, float)):
+            raise ValueError(f"{v!r} was read as a number; write the version as a quoted string; "
+                             f"allowed: {VERSIONS_ALLOWED}")
+        if not isinstance(v, str) or not VERSION_RE.match(v):
+            raise ValueError(f"{v!r} is not a supported version; allowed: {VERSIONS_ALLOWED}")
+        return v
+
+    @field_validator("image")
+    @classmethod
+    def _image(cls, v: str | None) -> str | None:
+        if v is not None and not IMAGE_RE.match(v.replace("{version}", "4.9.1")):
+            raise ValueError(f"{v!r} is not an image reference; allowed: [registry/]name[:tag][@sha256:digest], "
+                             "'{version}' standing for cluster.version")
+        return v
+
+    @model_validator(mode="after")
+    def _backend(self) -> ClusterSpec:
+        if self.backend == "compose" and self.program == "apache":
+            raise at(("program",), "'apache' runs the distribution at $ROCKETMQ_HOME on this machine; with backend "
+                                   "compose the image is the program (cluster.image); allowed: emulator, or backend "
+                                   "local")
+        if self.backend == "local" and self.image is not None:
+            raise at(("image",), "applies to backend compose only; allowed: backend compose, or no image")
+        return self
+
+    @field_validator("heap")
+    @classmethod
+    def _heap(cls, v: str) -> str:
+        if not HEAP_RE.match(v):
+            raise ValueError(f"{v!r} is not a heap setting; allowed: -Xms<N>[kmg] -Xmx<N>[kmg] -Xmn<N>[kmg]")
+        return " ".join(v.split())
+
+    @field_validator("store_size")
+    @classmethod
+    def _store(cls, v: int) -> int:
+        if v < MIN_STORE_SIZE:
+            raise ValueError(f"{v} bytes is too small for an ext4 broker store; allowed: at least 32MiB")
+        return v
+

@@ -1,0 +1,75 @@
+"""A scenario's phases: each a name and a duration, the load's rate in it (open model), the faults applied at its
+start and the expectations about it; and the `readback:` section (reading every queue back after the run)."""
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from analysis.expectations import Expectation
+from harness.consumergroups import is_consumer_target
+from harness.scenario.cluster import NODE_NAMES
+from harness.scenario.schema import Duration, Name, Strict, at
+from harness.scenario.workload import MAX_RATE
+
+WARMUP_PHASE = "warmup"
+MAX_PHASES = 256
+MAX_FAULTS_PER_PHASE = 16
+MAX_EXPECTATIONS = 512
+
+
+class FaultSpec(Strict):
+    """A fault applied at the start of its phase and reverted at its end (or after the read-back)."""
+
+    id: Name | None = Field(default=None, description="name used by expectations (default: the kind)")
+    kind: str
+    target: str
+    params: dict[str, Any] = {}
+    revert: Literal["phase_end", "after_readback"] = Field(
+        default="phase_end", description="after_readback keeps the fault while every queue is read back")
+
+    @field_validator("target")
+    @classmethod
+    def _target(cls, v: str) -> str:
+        if v not in NODE_NAMES and not is_consumer_target(v):
+            raise ValueError(f"{v!r} is not a node of the cluster; allowed: {', '.join(NODE_NAMES)}, "
+                             "consumer:<group>, <group>.c<index>")
+        return v
+
+
+class PhaseSpec(Strict):
+    name: Name
+    duration: Duration
+    duration_s: float | None = Field(default=None, description="written by resolution; seconds of duration")
+    rate: float | None = Field(default=None, gt=0, le=MAX_RATE,
+                               description="open model: the load's total sends/s in this phase")
+    faults: list[FaultSpec] = Field(default=[], max_length=MAX_FAULTS_PER_PHASE)
+    expect: list[Expectation] = Field(default=[], max_length=MAX_EXPECTATIONS,
+                                      description="expectations of this phase (phase filled in)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _seconds(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "duration_s" in data:
+            s = data["duration_s"]
+            if isinstance(s, bool) or not isinstance(s, (int, float)):
+                raise at(("duration_s",), f"expected a number of seconds, got {s!r}")
+            if "duration" not in data:
+                data = {**data, "duration": f"{round(s * 1000)}ms"}
+        return data
+
+    @model_validator(mode="after")
+    def _agree(self) -> PhaseSpec:
+        if self.duration <= 0:
+            raise at(("duration",), "must be above 0s")
+        if self.duration_s is not None and abs(self.duration_s - self.duration) > 1e-6:
+            raise at(("duration_s",), f"{self.duration_s} disagrees with duration {self.duration:g}s")
+        self.duration_s = self.duration
+        return self
+
+
+class ReadbackSpec(Strict):
+    enabled: bool = True
+    timeout: Duration = "120s"
+    batch: int = Field(default=32, ge=1, le=1024, description="messages per pull request")
+

@@ -1,0 +1,40 @@
+"""The shape of `harness.scenario`: every public name resolves, either import order works, and its reader is the one
+module of `harness` that builds on the analysis's bounded YAML reader."""
+from __future__ import annotations
+
+import ast
+import importlib
+import subprocess
+import sys
+from pathlib import Path
+
+import harness.scenario
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_every_public_name_resolves_to_its_module() -> None:
+    assert sorted(harness.scenario.__all__) == sorted(harness.scenario.MODULE_OF)
+    for name, module in harness.scenario.MODULE_OF.items():
+        assert getattr(harness.scenario, name) is getattr(importlib.import_module(f"harness.scenario.{module}"), name)
+
+
+def test_consumer_section_imported_first_makes_no_cycle() -> None:
+    code = "import harness.consumergroups\nfrom harness.scenario import Scenario\nprint(Scenario.__name__)"
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "Scenario"
+
+
+def test_only_the_scenario_reader_imports_boundedyaml() -> None:
+    importers = []
+    for path in sorted((REPO / "harness").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                names = [node.module or ""] + [f"{node.module}.{a.name}" for a in node.names]
+            else:
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if "analysis.boundedyaml" in names:
+                importers.append(path.relative_to(REPO).as_posix())
+    assert importers == ["harness/scenario/reader.py"]
