@@ -47,7 +47,7 @@ class ReadbackSource:
 
 
 QueueReader = Callable[[str, str, int], Iterable[Any]]
-"""`read(addr, topic, queue_id)` -> the queue's messages (`remoting.message.MessageExt`), oldest first."""
+"""`read(addr, topic, queue_id)` -> the queue's messages (`remoting.stored.MessageExt`), oldest first."""
 OffsetReader = Callable[[str, str, int, str], int]
 """`offset(addr, topic, queue_id, "min" | "max")` -> GET_MIN_OFFSET / GET_MAX_OFFSET; raises a remoting error."""
 

@@ -31,7 +31,7 @@ from loads.consumer_spec import GroupSpec
 
 log = logging.getLogger("loads.consumer")
 
-DEFAULT_FACTORY = "remoting.push_consumer:PushConsumer"
+DEFAULT_FACTORY = "remoting.consumer:PushConsumer"
 DEFAULT_DRAIN_S = 5.0
 SHUTDOWN_TIMEOUT_S = 15.0
 POLL_S = 0.05

@@ -18,9 +18,9 @@ _EXPORTS = {
     "RemotingConnectException": "errors", "RemotingSendRequestException": "errors",
     "RemotingTimeoutException": "errors", "RemotingTooMuchRequestException": "errors",
     "MQClientException": "errors", "MQBrokerException": "errors",
-    "PushConsumer": "push_consumer", "ConsumeContext": "push_consumer", "ConsumerStats": "push_consumer",
-    "QueueStats": "push_consumer", "ProcessQueue": "process_queue", "RemoteBrokerOffsetStore": "offset_store",
-    "allocate_averagely": "rebalance",
+    "PushConsumer": "consumer", "ConsumeContext": "consumer", "ConsumerStats": "consumer",
+    "QueueStats": "consumer", "ProcessQueue": "consumer", "RemoteBrokerOffsetStore": "consumer",
+    "allocate_averagely": "consumer",
 }
 __all__ = sorted(_EXPORTS)
 

@@ -6,19 +6,18 @@ from __future__ import annotations
 
 from remoting import fastjson, javaprops
 from remoting.acl import AclCredentials
+from remoting.broker_caller import BrokerCaller
 from remoting.client import RemotingClient
 from remoting.codes import RequestCode, ResponseCode
-from remoting.command import RemotingCommand, make_request
-from remoting.errors import MQBrokerException, MQClientException, RemotingCommandException
+from remoting.errors import MQClientException, RemotingCommandException
 from remoting.headers import (
     AUTO_CREATE_TOPIC_KEY_TOPIC,
     CreateTopicRequestHeader,
     GetMaxOffsetRequestHeader,
     GetMinOffsetRequestHeader,
-    OffsetResponseHeader,
     UnregisterClientRequestHeader,
 )
-from remoting.profiles import ClientProfile, resolve_profile
+from remoting.profiles import ClientProfile
 
 ADMIN_TIMEOUT_MS = 5000  # DefaultMQAdminExt.timeoutMillis
 
@@ -30,37 +29,12 @@ def heartbeat_body(client_id: str, producer_groups: list[str] = (), consumer_gro
     return fastjson.dumps(doc).encode("utf-8")
 
 
-class BrokerAdmin:
+class BrokerAdmin(BrokerCaller):
     """Typed admin calls. Pass `acl=AclCredentials(...)` to sign requests as `mqadmin` does."""
 
     def __init__(self, client: RemotingClient | None = None, *, profile: str | ClientProfile = "java-4.9.1",
                  acl: AclCredentials | None = None, timeout_ms: float = ADMIN_TIMEOUT_MS) -> None:
-        self.profile = resolve_profile(profile)
-        self.client = client or RemotingClient(rules=self.profile.rules(), rpc_hook=acl)
-        self._owns_client = client is None
-        self.timeout_ms = timeout_ms
-
-    def close(self) -> None:
-        if self._owns_client:
-            self.client.shutdown()
-
-    def __enter__(self) -> BrokerAdmin:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def _invoke(self, addr: str, code: int, fields: dict[str, str] | None = None, body: bytes = b"",
-                timeout_ms: float | None = None) -> RemotingCommand:
-        request = make_request(code, fields, body, version=self.profile.version, language=self.profile.language,
-                               serialize_type=self.profile.serialize_type)
-        return self.client.invoke_sync(addr, request, self.timeout_ms if timeout_ms is None else timeout_ms)
-
-    @staticmethod
-    def _ok(response: RemotingCommand, addr: str) -> RemotingCommand:
-        if response.code != ResponseCode.SUCCESS:
-            raise MQBrokerException(response.code, response.remark, addr)
-        return response
+        super().__init__(client, profile, timeout_ms, acl=acl)
 
     def create_topic(self, addr: str, topic: str, read_queue_nums: int = 8, write_queue_nums: int = 8,
                      perm: int = 6, *, topic_filter_type: str = "SINGLE_TAG", topic_sys_flag: int = 0,
@@ -69,13 +43,13 @@ class BrokerAdmin:
         """UPDATE_AND_CREATE_TOPIC (`mqadmin updateTopic`); failure: `MQClientException(code, remark)`."""
         header = CreateTopicRequestHeader(topic, default_topic, read_queue_nums, write_queue_nums, perm,
                                           topic_filter_type, topic_sys_flag, order)
-        response = self._invoke(addr, RequestCode.UPDATE_AND_CREATE_TOPIC, header.to_fields(), timeout_ms=timeout_ms)
+        response = self.invoke(addr, RequestCode.UPDATE_AND_CREATE_TOPIC, header.to_fields(), timeout_ms=timeout_ms)
         if response.code != ResponseCode.SUCCESS:
             raise MQClientException(response.code, response.remark or "")
 
     def get_broker_config(self, addr: str, timeout_ms: float | None = None) -> dict[str, str]:
         """GET_BROKER_CONFIG: the broker's whole configuration."""
-        response = self._ok(self._invoke(addr, RequestCode.GET_BROKER_CONFIG, timeout_ms=timeout_ms), addr)
+        response = self.ok(self.invoke(addr, RequestCode.GET_BROKER_CONFIG, timeout_ms=timeout_ms), addr)
         try:
             return javaprops.loads(response.body)
         except UnicodeDecodeError as e:
@@ -86,11 +60,11 @@ class BrokerAdmin:
         body = javaprops.dumps(properties)
         if not body:
             return
-        self._ok(self._invoke(addr, RequestCode.UPDATE_BROKER_CONFIG, None, body.encode("utf-8"), timeout_ms), addr)
+        self.ok(self.invoke(addr, RequestCode.UPDATE_BROKER_CONFIG, None, body.encode("utf-8"), timeout_ms), addr)
 
     def get_runtime_info(self, addr: str, timeout_ms: float | None = None) -> dict[str, str]:
         """GET_BROKER_RUNTIME_INFO: the KVTable as a dict."""
-        response = self._ok(self._invoke(addr, RequestCode.GET_BROKER_RUNTIME_INFO, timeout_ms=timeout_ms), addr)
+        response = self.ok(self.invoke(addr, RequestCode.GET_BROKER_RUNTIME_INFO, timeout_ms=timeout_ms), addr)
         try:
             table = fastjson.loads(response.body).get("table") or {}
             return {str(k): str(v) for k, v in table.items()}
@@ -99,25 +73,23 @@ class BrokerAdmin:
 
     def get_max_offset(self, addr: str, topic: str, queue_id: int, timeout_ms: float | None = None) -> int:
         """GET_MAX_OFFSET: the consume queue's max offset (one past the last message)."""
-        fields = GetMaxOffsetRequestHeader(topic, queue_id).to_fields()
-        response = self._ok(self._invoke(addr, RequestCode.GET_MAX_OFFSET, fields, timeout_ms=timeout_ms), addr)
-        return int(OffsetResponseHeader.from_fields(response.ext_fields).offset or 0)
+        return self.query_offset(addr, RequestCode.GET_MAX_OFFSET, GetMaxOffsetRequestHeader(topic, queue_id),
+                                 timeout_ms)
 
     def get_min_offset(self, addr: str, topic: str, queue_id: int, timeout_ms: float | None = None) -> int:
         """GET_MIN_OFFSET."""
-        fields = GetMinOffsetRequestHeader(topic, queue_id).to_fields()
-        response = self._ok(self._invoke(addr, RequestCode.GET_MIN_OFFSET, fields, timeout_ms=timeout_ms), addr)
-        return int(OffsetResponseHeader.from_fields(response.ext_fields).offset or 0)
+        return self.query_offset(addr, RequestCode.GET_MIN_OFFSET, GetMinOffsetRequestHeader(topic, queue_id),
+                                 timeout_ms)
 
     def heartbeat(self, addr: str, client_id: str, producer_groups: list[str] = (),
                   consumer_groups: list[dict] = (), timeout_ms: float | None = None) -> int:
         """HEART_BEAT (`sendHearbeat`); returns the broker's version from the response."""
         body = heartbeat_body(client_id, producer_groups, consumer_groups)
-        response = self._ok(self._invoke(addr, RequestCode.HEART_BEAT, None, body, timeout_ms), addr)
+        response = self.ok(self.invoke(addr, RequestCode.HEART_BEAT, None, body, timeout_ms), addr)
         return response.version
 
     def unregister_client(self, addr: str, client_id: str, producer_group: str | None = None,
                           consumer_group: str | None = None, timeout_ms: float | None = None) -> None:
         """UNREGISTER_CLIENT."""
         fields = UnregisterClientRequestHeader(client_id, producer_group, consumer_group).to_fields()
-        self._ok(self._invoke(addr, RequestCode.UNREGISTER_CLIENT, fields, timeout_ms=timeout_ms), addr)
+        self.ok(self.invoke(addr, RequestCode.UNREGISTER_CLIENT, fields, timeout_ms=timeout_ms), addr)

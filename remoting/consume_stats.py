@@ -2,7 +2,8 @@
 header `GetConsumeStatsRequestHeader` (consumerGroup, topic: omitted for every topic the group has offsets of), body
 `ConsumeStats` in fastjson's form, whose `offsetTable` map is keyed by `MessageQueue` objects written as JSON
 objects (`{{"brokerName":"broker-a","queueId":1,"topic":"T"}:{"brokerOffset":3,...}}`), which `json` refuses:
-`parse_consume_stats` reads that form. A non-SUCCESS answer raises `MQBrokerException(code, remark, addr)`.
+`parse_consume_stats` reads that form with `remoting.fastjson`. A non-SUCCESS answer raises
+`MQBrokerException(code, remark, addr)`.
 
 Figures as 4.9.1's `AdminBrokerProcessor.getConsumeStats` gives them per queue: `brokerOffset` the queue's max
 offset, `consumerOffset` the committed offset (0 when none), `lastTimestamp` the store time of the message before the
@@ -12,16 +13,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
 
+from remoting import fastjson
 from remoting.client import RemotingClient
 from remoting.codes import RequestCode, ResponseCode
 from remoting.command import make_request
 from remoting.errors import MQBrokerException, RemotingCommandException
 from remoting.route import MessageQueue
-
-_WS = " \t\r\n"
-_DECODER = json.JSONDecoder()
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,18 +64,28 @@ def parse_consume_stats(body: bytes | str) -> ConsumeStats:
     """A `ConsumeStats` body as fastjson writes it (object-keyed `offsetTable`)."""
     text = body.decode("utf-8") if isinstance(body, bytes | bytearray) else body
     try:
-        doc, end = _value(text, _skip(text, 0))
-    except (ValueError, IndexError) as e:
+        doc = fastjson.loads(text)
+        table = (doc.get("offsetTable") or {}) if isinstance(doc, dict) else {}
+        queues = {key: _message_queue_key(key) for key in table}
+    except (ValueError, RecursionError) as e:
         raise RemotingCommandException(f"ConsumeStats body does not parse: {e}: {text[:200]!r}") from e
     if not isinstance(doc, dict):
         raise RemotingCommandException(f"ConsumeStats body is not an object: {text[:200]!r}")
     offsets: dict[MessageQueue, OffsetWrapper] = {}
-    for key, value in (doc.get("offsetTable") or {}).items():
-        mq = dict(key) if isinstance(key, tuple) else {}
+    for key, value in table.items():
+        mq = queues[key]
         offsets[MessageQueue(mq.get("topic", ""), mq.get("brokerName", ""), int(mq.get("queueId", 0)))] = \
             OffsetWrapper(int(value.get("brokerOffset", 0)), int(value.get("consumerOffset", 0)),
                           int(value.get("lastTimestamp", 0)))
     return ConsumeStats(offsets, float(doc.get("consumeTps") or 0.0))
+
+
+def _message_queue_key(key: str) -> dict:
+    """An `offsetTable` key: the MessageQueue object's JSON text (`fastjson.loads` hands object keys back so)."""
+    if not key.lstrip().startswith("{"):
+        return {}
+    mq = fastjson.loads(key)
+    return mq if isinstance(mq, dict) else {}
 
 
 def dump_consume_stats(stats: ConsumeStats) -> bytes:
@@ -89,61 +97,3 @@ def dump_consume_stats(stats: ConsumeStats) -> bytes:
         for mq, w in stats.offsets.items())
     return ('{"consumeTps":' + repr(float(stats.consume_tps)) + ',"offsetTable":{' + entries + "}}").encode()
 
-
-def _skip(text: str, i: int) -> int:
-    while i < len(text) and text[i] in _WS:
-        i += 1
-    return i
-
-
-def _hashable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return tuple(sorted((k, _hashable(v)) for k, v in value.items()))
-    if isinstance(value, list):
-        return tuple(_hashable(v) for v in value)
-    return value
-
-
-def _value(text: str, i: int) -> tuple[Any, int]:
-    """One JSON value at `i` whose object keys may be objects, numbers or bare words (fastjson's map keys)."""
-    ch = text[i]
-    if ch == "{":
-        out: dict[Any, Any] = {}
-        i = _skip(text, i + 1)
-        if text[i] == "}":
-            return out, i + 1
-        while True:
-            if text[i] in '{["-0123456789':
-                key, i = _value(text, i)
-                key = _hashable(key)
-            else:
-                j = i
-                while text[j] not in ":" + _WS:
-                    j += 1
-                key, i = text[i:j], j
-            i = _skip(text, i)
-            if text[i] != ":":
-                raise ValueError(f"':' expected at {i}")
-            value, i = _value(text, _skip(text, i + 1))
-            out[key] = value
-            i = _skip(text, i)
-            if text[i] == "}":
-                return out, i + 1
-            if text[i] != ",":
-                raise ValueError(f"',' or '}}' expected at {i}")
-            i = _skip(text, i + 1)
-    if ch == "[":
-        items: list[Any] = []
-        i = _skip(text, i + 1)
-        if text[i] == "]":
-            return items, i + 1
-        while True:
-            value, i = _value(text, i)
-            items.append(value)
-            i = _skip(text, i)
-            if text[i] == "]":
-                return items, i + 1
-            if text[i] != ",":
-                raise ValueError(f"',' or ']' expected at {i}")
-            i = _skip(text, i + 1)
-    return _DECODER.raw_decode(text, i)

@@ -1,7 +1,8 @@
 """A message as the producer sends it: topic, body, flag and the properties map (`MessageConst` keys such as KEYS,
 TAGS, WAIT, UNIQ_KEY), and the properties string the wire and the commitlog carry (`name\\x01value\\x02...`, in
 Java HashMap order, trailing separator dropped as 4.9.1 does; parsed like `MessageDecoder.string2messageProperties`).
-The stored (commitlog) format is in `remoting.stored`, message ids in `remoting.message_id`; both are re-exported."""
+The stored (commitlog) format is in `remoting.stored`, message ids in `remoting.message_id` (import them from there:
+this module imports neither, so `remoting.stored` can build on it)."""
 from __future__ import annotations
 
 from remoting.hashmap import java_hashmap_order
@@ -42,7 +43,28 @@ COMPRESSION_ZLIB_TYPE = 0x3 << 8
 COMPRESSION_TYPE_MASK = 0x7 << 8
 
 
-class Message:
+class PropertyReaders:
+    """The property getters a sent message (`Message`) and a stored one (`remoting.stored.MessageExt`) share; the
+    class using it has a `properties` dict."""
+
+    __slots__ = ()
+    properties: dict[str, str]
+
+    @property
+    def tags(self) -> str | None:
+        return self.properties.get(PROPERTY_TAGS)
+
+    @property
+    def keys(self) -> str | None:
+        return self.properties.get(PROPERTY_KEYS)
+
+    @property
+    def uniq_key(self) -> str | None:
+        """The client message id (`MessageClientIDSetter.getUniqID`), set at the first send attempt."""
+        return self.properties.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+
+
+class Message(PropertyReaders):
     """`org.apache.rocketmq.common.message.Message`. Properties are kept in insertion order (the constructor puts
     TAGS, KEYS, WAIT like Java's); the wire order is decided when they are written (`properties_to_string`)."""
 
@@ -75,19 +97,6 @@ class Message:
 
     def put_property(self, name: str, value: str) -> None:
         self.properties[name] = value
-
-    @property
-    def tags(self) -> str | None:
-        return self.properties.get(PROPERTY_TAGS)
-
-    @property
-    def keys(self) -> str | None:
-        return self.properties.get(PROPERTY_KEYS)
-
-    @property
-    def uniq_key(self) -> str | None:
-        """The client message id (`MessageClientIDSetter.getUniqID`), set at the first send attempt."""
-        return self.properties.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
 
     @property
     def wait_store_msg_ok(self) -> bool:
@@ -128,15 +137,3 @@ def string_to_properties(text: str | None) -> dict[str, str]:
         index = end + 1
     return out
 
-
-def __getattr__(name: str):
-    """Re-exports of the stored format and message ids, so `from remoting.message import MessageExt` works."""
-    if name in ("MessageExt", "encode_stored_message", "decode_stored_message", "decode_stored_messages"):
-        from remoting import stored
-
-        return getattr(stored, name)
-    if name in ("create_uniq_id", "create_offset_msg_id", "decode_offset_msg_id", "UniqIdGenerator"):
-        from remoting import message_id
-
-        return getattr(message_id, name)
-    raise AttributeError(f"module 'remoting.message' has no attribute {name!r}")

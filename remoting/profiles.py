@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from remoting.client import TransportRules
 from remoting.codes import VERSION_V4_9_1, VERSION_V4_9_3, VERSION_V5_3_0, ResponseCode, SerializeType
+from remoting.command import RemotingCommand, make_request
 from remoting.message import COMPRESSION_ZLIB_TYPE
 
 RETRY_CODES_4_9 = frozenset({
@@ -50,6 +51,11 @@ class ClientProfile:
     serialize_type: SerializeType = SerializeType.JSON
     """Header serialization of requests (`rocketmq.serialize.type`: JSON or ROCKETMQ)."""
     transport: TransportRules = field(default_factory=TransportRules)
+
+    def request(self, code: int, fields: dict[str, object] | None = None, body: bytes = b"") -> RemotingCommand:
+        """A request as this client version sends it: its header version, language and header serialization."""
+        return make_request(code, fields, body, version=self.version, language=self.language,
+                            serialize_type=self.serialize_type)
 
     def rules(self) -> TransportRules:
         """The transport rules with this profile's overridable settings applied."""

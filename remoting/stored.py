@@ -14,10 +14,8 @@ from remoting.message import (
     BORNHOST_V6_FLAG,
     COMPRESSED_FLAG,
     COMPRESSION_TYPE_MASK,
-    PROPERTY_KEYS,
-    PROPERTY_TAGS,
-    PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
     STOREHOSTADDRESS_V6_FLAG,
+    PropertyReaders,
     properties_to_string,
     string_to_properties,
 )
@@ -33,7 +31,7 @@ _SHORT = struct.Struct(">h")
 
 
 @dataclass(slots=True)
-class MessageExt:
+class MessageExt(PropertyReaders):
     """A stored message as decoded (`MessageExt`/`MessageClientExt`). Hosts are `ip:port` strings."""
 
     topic: str
@@ -55,18 +53,6 @@ class MessageExt:
     magic_code: int = MESSAGE_MAGIC_CODE
     msg_id: str = ""
     """The offset msg id (store host + commitlog offset), as Java's `MessageExt.getMsgId()` after decoding."""
-
-    @property
-    def keys(self) -> str | None:
-        return self.properties.get(PROPERTY_KEYS)
-
-    @property
-    def tags(self) -> str | None:
-        return self.properties.get(PROPERTY_TAGS)
-
-    @property
-    def uniq_key(self) -> str | None:
-        return self.properties.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
 
     @property
     def offset_msg_id(self) -> str:

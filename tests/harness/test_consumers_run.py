@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from runsupport import assert_nothing_left, end_run, events, rmq_chaos, rows, run_dir_of, wait_for_event
 
-NEEDS = ("loads.consumers", "remoting.push_consumer", "remoting.consume_stats")
+NEEDS = ("loads.consumers", "remoting.consumer", "remoting.consume_stats")
 MISSING = [m for m in NEEDS if importlib.util.find_spec(m) is None]
 pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"consumers not built yet: {', '.join(MISSING)}")
 PROGRAM = "apache" if os.environ.get("ROCKETMQ_HOME") else "emulator"

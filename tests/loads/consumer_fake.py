@@ -1,4 +1,4 @@
-"""A stand-in for `remoting.push_consumer.PushConsumer` for the consumer process's own tests (`--factory
+"""A stand-in for `remoting.consumer.PushConsumer` for the consumer process's own tests (`--factory
 consumer_fake:FakePushConsumer`): no broker, but the same listener contract and the offset habit that matters for
 the records: a message's offset is committed (appended to `<FAKE_CONSUMER_DIR>/<instance>.offsets` with one
 unbuffered write, as a broker would hold it) only after its listener returned, and a new process of the instance

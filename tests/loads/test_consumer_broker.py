@@ -1,5 +1,5 @@
 """The consumer processes end to end on a real cluster, the emulator's 4.9.1 and the real Apache RocketMQ 4.9.1
-(through `--program apache`; skipped without `$ROCKETMQ_HOME`): real `remoting.push_consumer.PushConsumer`s in `python -m loads.consumer`
+(through `--program apache`; skipped without `$ROCKETMQ_HOME`): real `remoting.consumer.PushConsumer`s in `python -m loads.consumer`
 processes, real rebalancing between them. Every sent key is delivered and recorded; a consumer SIGKILLed while its
 threads are stuck loses no row (salvage), its blocked messages go to the other consumer (duplicates visible); a
 restart joins again; RECONSUME_LATER comes back from `%RETRY%<group>` with the original topic; rows == journaled

@@ -15,9 +15,8 @@ import pytest
 
 from remoting.admin import BrokerAdmin
 from remoting.client import RemotingClient
-from remoting.offset_store import RemoteBrokerOffsetStore
+from remoting.consumer import PushConsumer, RemoteBrokerOffsetStore
 from remoting.profiles import resolve_profile
-from remoting.push_consumer import PushConsumer
 from remoting.route import MessageQueue
 
 N_MESSAGES = 120

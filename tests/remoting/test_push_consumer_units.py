@@ -14,9 +14,11 @@ from remoting import codec
 from remoting.client import RemotingClient
 from remoting.codes import RequestCode, ResponseCode
 from remoting.command import RemotingCommand, make_request
-from remoting.process_queue import ProcessQueue
-from remoting.push_consumer import PULL_DELAY_WHEN_FLOW_CONTROL_S, PullRequest, PushConsumer, hash_tag
-from remoting.rebalance import allocate_averagely, sort_queues
+from remoting.consumer import ProcessQueue, PushConsumer
+from remoting.consumer.allocation import allocate_averagely, sort_queues
+from remoting.consumer.pull_request import PullRequest
+from remoting.consumer.pull_service import PULL_DELAY_WHEN_FLOW_CONTROL_S
+from remoting.consumer.subscription import hash_tag
 from remoting.route import MessageQueue
 from remoting.stored import MessageExt
 
@@ -84,7 +86,7 @@ def test_flow_control_thresholds_as_4_9_1(caplog, kw, msgs, counter, text) -> No
     req.pq.put(msgs)
     with caplog.at_level(logging.WARNING, logger="rmq_chaos.consumer"):
         for _ in range(1001):
-            assert consumer._pull_once(req) == PULL_DELAY_WHEN_FLOW_CONTROL_S
+            assert consumer.pull_service.pull_once(req) == PULL_DELAY_WHEN_FLOW_CONTROL_S
     assert getattr(req, counter) == 1001
     lines = [r.getMessage() for r in caplog.records]
     assert len(lines) == 2, "logged the 1st and the 1001st time"
@@ -95,27 +97,27 @@ def test_flow_control_thresholds_as_4_9_1(caplog, kw, msgs, counter, text) -> No
 def test_below_thresholds_no_flow_control() -> None:
     consumer, req = _consumer()
     req.pq.put([_msg(o, 1) for o in range(1000)])  # exactly the threshold: Java's check is `>`
-    assert not consumer._flow_controlled(req)
+    assert not consumer.pull_service.flow_control.holds(req)
     req.pq.put([_msg(2000, 1)])  # span 2000: allowed; count now 1001 though
-    assert consumer._flow_controlled(req)
+    assert consumer.pull_service.flow_control.holds(req)
 
 
 def test_pull_address_falls_back_to_the_slave_and_commits_go_to_the_first_address() -> None:
     consumer, _ = _consumer()
-    consumer._broker_addrs["b"] = {0: "m:1", 1: "s:1"}
-    assert consumer.find_broker_addr_in_subscribe("b", 1) == ("s:1", 1)
-    assert consumer.find_broker_addr_in_admin("b") == "m:1"
-    consumer._broker_addrs["b"] = {1: "s:1"}  # master gone from the route
-    assert consumer.find_broker_addr_in_subscribe("b", 0) == ("s:1", 1)
-    assert consumer.find_broker_addr_in_subscribe("b", 0, only_this=True) is None
-    assert consumer.find_broker_addr_in_admin("b") == "s:1"
-    assert consumer.find_broker_addr_in_publish("b") is None
+    consumer.instance._broker_addrs["b"] = {0: "m:1", 1: "s:1"}
+    assert consumer.instance.find_broker_addr_in_subscribe("b", 1) == ("s:1", 1)
+    assert consumer.instance.find_broker_addr_in_admin("b") == "m:1"
+    consumer.instance._broker_addrs["b"] = {1: "s:1"}  # master gone from the route
+    assert consumer.instance.find_broker_addr_in_subscribe("b", 0) == ("s:1", 1)
+    assert consumer.instance.find_broker_addr_in_subscribe("b", 0, only_this=True) is None
+    assert consumer.instance.find_broker_addr_in_admin("b") == "s:1"
+    assert consumer.instance.find_broker_addr_in_publish("b") is None
 
 
 def test_heartbeat_consumer_data() -> None:
     consumer, _ = _consumer(consume_from="CONSUME_FROM_FIRST_OFFSET")
     consumer.subscribe("U", "a || b")
-    data = consumer.consumer_data()
+    data = consumer.instance.consumer_data()
     assert (data["consumeType"], data["messageModel"], data["consumeFromWhere"], data["unitMode"]) == \
         ("CONSUME_PASSIVELY", "CLUSTERING", "CONSUME_FROM_FIRST_OFFSET", False)
     subs = {s["topic"]: s for s in data["subscriptionDataSet"]}

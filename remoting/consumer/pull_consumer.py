@@ -7,22 +7,22 @@ offset. A slave answers only when `slaveReadEnable=true` or, in 4.9.1, whenever 
 (its PULL_RETRY_IMMEDIATELY is overwritten by FOUND): check `suggest_which_broker_id`."""
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from remoting.broker_caller import BrokerCaller
 from remoting.client import RemotingClient
 from remoting.codes import RequestCode, ResponseCode
-from remoting.command import make_request
+from remoting.command import RemotingCommand
 from remoting.errors import MQBrokerException, MQClientException, RemotingCommandException
 from remoting.headers import (
     PULL_FLAG_SUBSCRIPTION,
     GetMaxOffsetRequestHeader,
     GetMinOffsetRequestHeader,
-    OffsetResponseHeader,
     PullMessageRequestHeader,
     PullMessageResponseHeader,
 )
-from remoting.profiles import ClientProfile, resolve_profile
+from remoting.profiles import ClientProfile
 from remoting.stored import MessageExt, decode_stored_messages
 
 PULL_STATUS_BY_CODE = {
@@ -51,26 +51,26 @@ class PullResult:
     """The broker's GetMessageStatus name (`FOUND`, `NO_MESSAGE_IN_QUEUE`, `OFFSET_OVERFLOW_ONE`, ...)."""
 
 
-class PullConsumer:
+def pull_result_of(response: RemotingCommand, addr: str,
+                   decode: Callable[[bytes], list[MessageExt]] = decode_stored_messages) -> PullResult:
+    """`processPullResponse`: the status by response code (anything unmapped raises `MQBrokerException`), the
+    response header's offsets and suggested broker id, and for FOUND the messages `decode` reads from the body."""
+    status = PULL_STATUS_BY_CODE.get(response.code)
+    if status is None:
+        raise MQBrokerException(response.code, response.remark, addr)
+    rh = PullMessageResponseHeader.from_fields(response.ext_fields)
+    messages = decode(response.body) if status == "FOUND" and response.body else []
+    return PullResult(status, rh.nextBeginOffset or 0, rh.minOffset or 0, rh.maxOffset or 0,
+                      rh.suggestWhichBrokerId or 0, messages, response.code, response.remark)
+
+
+class PullConsumer(BrokerCaller):
     """Stateless pulls by broker address. `client` may be shared with a producer or admin."""
 
     def __init__(self, group: str = DEFAULT_GROUP, client: RemotingClient | None = None, *,
                  profile: str | ClientProfile = "java-4.9.1", timeout_ms: float = PULL_TIMEOUT_MS) -> None:
+        super().__init__(client, profile, timeout_ms)
         self.group = group
-        self.profile = resolve_profile(profile)
-        self.client = client or RemotingClient(rules=self.profile.rules())
-        self._owns_client = client is None
-        self.timeout_ms = timeout_ms
-
-    def close(self) -> None:
-        if self._owns_client:
-            self.client.shutdown()
-
-    def __enter__(self) -> PullConsumer:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
     def pull(self, addr: str, topic: str, queue_id: int, offset: int, max_nums: int = 32, *,
              subscription: str = "*", timeout_ms: float | None = None) -> PullResult:
@@ -79,16 +79,8 @@ class PullConsumer:
             consumerGroup=self.group, topic=topic, queueId=queue_id, queueOffset=offset, maxMsgNums=max_nums,
             sysFlag=PULL_FLAG_SUBSCRIPTION, commitOffset=0, suspendTimeoutMillis=BROKER_SUSPEND_MAX_TIME_MS,
             subscription=subscription, subVersion=0, expressionType="TAG")
-        request = make_request(RequestCode.PULL_MESSAGE, header.to_fields(), version=self.profile.version,
-                               language=self.profile.language, serialize_type=self.profile.serialize_type)
-        response = self.client.invoke_sync(addr, request, self.timeout_ms if timeout_ms is None else timeout_ms)
-        status = PULL_STATUS_BY_CODE.get(response.code)
-        if status is None:
-            raise MQBrokerException(response.code, response.remark, addr)
-        rh = PullMessageResponseHeader.from_fields(response.ext_fields)
-        messages = self._decode(response.body, addr, topic, queue_id, offset) if status == "FOUND" else []
-        return PullResult(status, rh.nextBeginOffset or 0, rh.minOffset or 0, rh.maxOffset or 0,
-                          rh.suggestWhichBrokerId or 0, messages, response.code, response.remark)
+        response = self.invoke(addr, RequestCode.PULL_MESSAGE, header.to_fields(), timeout_ms=timeout_ms)
+        return pull_result_of(response, addr, lambda body: self._decode(body, addr, topic, queue_id, offset))
 
     @staticmethod
     def _decode(body: bytes | None, addr: str, topic: str, queue_id: int, offset: int) -> list[MessageExt]:
@@ -132,18 +124,10 @@ class PullConsumer:
 
     def max_offset(self, addr: str, topic: str, queue_id: int, timeout_ms: float | None = None) -> int:
         """GET_MAX_OFFSET."""
-        return self._offset(addr, RequestCode.GET_MAX_OFFSET, GetMaxOffsetRequestHeader(topic, queue_id).to_fields(),
-                            timeout_ms)
+        return self.query_offset(addr, RequestCode.GET_MAX_OFFSET, GetMaxOffsetRequestHeader(topic, queue_id),
+                                 timeout_ms)
 
     def min_offset(self, addr: str, topic: str, queue_id: int, timeout_ms: float | None = None) -> int:
         """GET_MIN_OFFSET."""
-        return self._offset(addr, RequestCode.GET_MIN_OFFSET, GetMinOffsetRequestHeader(topic, queue_id).to_fields(),
-                            timeout_ms)
-
-    def _offset(self, addr: str, code: int, fields: dict[str, str], timeout_ms: float | None) -> int:
-        request = make_request(code, fields, version=self.profile.version, language=self.profile.language,
-                               serialize_type=self.profile.serialize_type)
-        response = self.client.invoke_sync(addr, request, self.timeout_ms if timeout_ms is None else timeout_ms)
-        if response.code != ResponseCode.SUCCESS:
-            raise MQBrokerException(response.code, response.remark, addr)
-        return int(OffsetResponseHeader.from_fields(response.ext_fields).offset or 0)
+        return self.query_offset(addr, RequestCode.GET_MIN_OFFSET, GetMinOffsetRequestHeader(topic, queue_id),
+                                 timeout_ms)

@@ -10,8 +10,8 @@ from collections.abc import Callable
 
 from remoting.client import RemotingClient
 from remoting.codes import RequestCode, ResponseCode
-from remoting.command import make_request
-from remoting.consumer_headers import (
+from remoting.consumer.client_instance import resolve_addr
+from remoting.consumer.headers import (
     QueryConsumerOffsetRequestHeader,
     QueryConsumerOffsetResponseHeader,
     UpdateConsumerOffsetRequestHeader,
@@ -66,8 +66,8 @@ class RemoteBrokerOffsetStore:
         """QUERY_CONSUMER_OFFSET; `MQBrokerException` for any answer but SUCCESS (22 QUERY_NOT_FOUND: no offset)."""
         addr = self._addr(mq)
         header = QueryConsumerOffsetRequestHeader(self.group, mq.topic, mq.queue_id)
-        response = self.client.invoke_sync(addr, self._request(RequestCode.QUERY_CONSUMER_OFFSET, header.to_fields()),
-                                           OFFSET_TIMEOUT_MS)
+        response = self.client.invoke_sync(addr, self.profile.request(RequestCode.QUERY_CONSUMER_OFFSET,
+                                                                      header.to_fields()), OFFSET_TIMEOUT_MS)
         if response.code != ResponseCode.SUCCESS:
             raise MQBrokerException(response.code, response.remark, addr)
         return int(QueryConsumerOffsetResponseHeader.from_fields(response.ext_fields).offset or 0)
@@ -101,20 +101,10 @@ class RemoteBrokerOffsetStore:
         try:
             addr = self._addr(mq)
             header = UpdateConsumerOffsetRequestHeader(self.group, mq.topic, mq.queue_id, offset)
-            self.client.invoke_oneway(addr, self._request(RequestCode.UPDATE_CONSUMER_OFFSET, header.to_fields()),
-                                      OFFSET_TIMEOUT_MS)
+            self.client.invoke_oneway(addr, self.profile.request(RequestCode.UPDATE_CONSUMER_OFFSET,
+                                                                 header.to_fields()), OFFSET_TIMEOUT_MS)
         except (RemotingError, MQClientException) as e:
             log.error("updateConsumeOffsetToBroker exception, %s: %s", mq, e)
 
     def _addr(self, mq: MessageQueue) -> str:
-        addr = self._find(mq.broker_name)
-        if addr is None:
-            self._refresh(mq.topic)
-            addr = self._find(mq.broker_name)
-        if addr is None:
-            raise MQClientException(-1, f"The broker[{mq.broker_name}] not exist")
-        return addr
-
-    def _request(self, code: int, fields: dict[str, str]):
-        p = self.profile
-        return make_request(code, fields, version=p.version, language=p.language, serialize_type=p.serialize_type)
+        return resolve_addr(self._find, self._refresh, mq)
