@@ -11,8 +11,8 @@ loads.consumer`), so a kill is a real kill and a stuck thread is a real blocked 
 
 Workers are `<group>.c<i>`, a restarted one `<group>.c<i>.r<n>`; every process is ended by its own pid. Children log
 to `<run_dir>/logs/consumers/<worker>.log`; their control files are `<run_dir>/control/consumers/<worker>.json`
-(one per instance index, kept across restarts). For faults: `pids(target)` and `control(worker)` (stop, start,
-wait_ready, wait_caught_up).
+(one per instance index, kept across restarts). For faults: `pids(target)`, `control(worker)` (stop, start,
+wait_ready, wait_caught_up) and `listeners(target)` (the control files, for `consumer_stuck`).
 """
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ from typing import IO, Any
 from loads.consume_recorder import rows_in_parts
 from loads.consume_recorder import salvage as salvage_journal
 from loads.consumer import DEFAULT_DRAIN_S, DEFAULT_FACTORY
-from loads.consumer_control import write_control
+from loads.consumer_control import ControlFiles, write_control
 from loads.consumer_spec import GroupSpec, StuckSpec, parse_group
 
 __all__ = ["ConsumerError", "ConsumerFleet", "ConsumerWorker", "write_control"]
@@ -237,6 +237,11 @@ class ConsumerFleet:
         """No more stuck messages for `target`; with `release`, the threads blocked now are freed too."""
         for w in self.select(target):
             write_control(w.control_path, stuck=None, release=release)
+
+    def listeners(self, target: str) -> ControlFiles:
+        """The control files of `target` (group or worker), one per instance and kept across its restarts: what
+        the `consumer_stuck` fault acts on."""
+        return ControlFiles([str(w.control_path) for w in self.select(target)])
 
     def control(self, worker: str) -> ConsumerControl:
         """A fault's handle on one instance: stop (SIGTERM + salvage), start (a restart), wait_ready."""
