@@ -160,7 +160,8 @@ class ConsumerStage:
     def _build_targets(self) -> None:
         run_id = self.rd.run_id
         for g in self.section.groups:
-            names = [(g.worker(i), g.worker(i)) for i in range(g.consumers)] + [(f"{GROUP_TARGET_PREFIX}{g.name}", g.name)]
+            workers = [g.worker(i) for i in range(g.consumers)]
+            names = [(w, w) for w in workers] + [(f"{GROUP_TARGET_PREFIX}{g.name}", g.name)]
             for name, selector in names:
                 control = GroupControl(self, g.name) if selector == g.name else WorkerControl(self, selector)
                 listeners = self.fleet.listeners(selector).to_json()

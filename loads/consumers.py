@@ -25,7 +25,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -34,7 +34,7 @@ from loads.consume_recorder import rows_in_parts
 from loads.consume_recorder import salvage as salvage_journal
 from loads.consumer import DEFAULT_DRAIN_S, DEFAULT_FACTORY
 from loads.consumer_control import ControlFiles, write_control
-from loads.consumer_spec import GroupSpec, StuckSpec, parse_group
+from loads.consumer_spec import GroupSpec, StuckSpec
 
 __all__ = ["ConsumerError", "ConsumerFleet", "ConsumerWorker", "write_control"]
 
@@ -79,10 +79,17 @@ class ConsumerWorker:
 class ConsumerFleet:
     """Start, steer and stop the consumer processes of a run."""
 
-    def __init__(self, groups: Iterable[GroupSpec | Mapping[str, Any]], namesrv_addr: str, topic: str,
-                 run_dir: str | os.PathLike[str], run_id: str, profile: str = "java-4.9.1", *,
-                 drain_s: float = DEFAULT_DRAIN_S, python: str | None = None, factory: str = DEFAULT_FACTORY) -> None:
-        self.groups = {g.name: g for g in (parse_group(dict(g) if isinstance(g, Mapping) else g) for g in groups)}
+    def __init__(self, groups: Iterable[GroupSpec], namesrv_addr: str, topic: str, run_dir: str | os.PathLike[str],
+                 run_id: str, profile: str = "java-4.9.1", *, drain_s: float = DEFAULT_DRAIN_S,
+                 python: str | None = None, factory: str = DEFAULT_FACTORY) -> None:
+        """`groups` are validated already (the scenario's `consumers.groups`, or `loads.parse_groups` for a caller
+        holding mappings); each child process reads its group back from JSON."""
+        self.groups: dict[str, GroupSpec] = {}
+        for g in groups:
+            if not isinstance(g, GroupSpec):
+                raise TypeError(f"ConsumerFleet takes validated GroupSpecs (see loads.parse_groups), got "
+                                f"{type(g).__name__}")
+            self.groups[g.name] = g
         self.namesrv_addr, self.topic = namesrv_addr, topic
         self.run_dir, self.run_id, self.profile = Path(run_dir), run_id, profile
         self.drain_s = drain_s
@@ -175,7 +182,7 @@ class ConsumerFleet:
             return [w for w in self.workers.values() if w.group == target]
         w = self.workers.get(target)
         if w is None:
-            found = [v for v in self.workers.values() if v.group + f".c{v.index}" == target]
+            found = [v for v in self.workers.values() if self.groups[v.group].worker(v.index) == target]
             if found:
                 return found
             raise ConsumerError(f"consumer target {target!r}: not a group ({', '.join(self.groups)}) nor a worker "
