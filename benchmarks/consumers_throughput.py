@@ -28,6 +28,7 @@ import pyarrow.parquet as pq
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from loads.consumer_spec import parse_group  # noqa: E402
 from loads.consumers import ConsumerFleet  # noqa: E402
 from remoting.message import Message  # noqa: E402
 from remoting.producer import Producer  # noqa: E402
@@ -114,7 +115,7 @@ def main() -> int:
 
     group = {"name": run_id, "consumers": args.consumers, "threads": args.threads,
              "consume_from": "CONSUME_FROM_FIRST_OFFSET"}
-    with ConsumerFleet([group], args.namesrv, args.topic, run_dir, run_id) as fleet:
+    with ConsumerFleet([parse_group(group)], args.namesrv, args.topic, run_dir, run_id) as fleet:
         pids = fleet.pids()
         cpu0, t0 = cpu_seconds(pids), time.monotonic()
         want = set(sent)

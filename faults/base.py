@@ -3,6 +3,7 @@ measurement until the effect is seen or a deadline passes), `revert` (replays th
 measures that the effect is gone), each reported as `fault` events."""
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from abc import ABC, abstractmethod
@@ -14,6 +15,7 @@ from faults import guard
 from faults.errors import FaultError, FaultNotEffective, FaultRefused, UndoError
 from faults.events import Emit, discard, fault_event
 from faults.journal import Entry, Journal
+from faults.system.tools import require_root
 from faults.target import NodeTarget, resolve
 from faults.undo import UndoContext, run_ops
 
@@ -44,6 +46,8 @@ class Fault(ABC):
     """Roles this fault can act on (empty: any node); scenario validation reads it."""
     ONE_SHOT: ClassVar[bool] = False
     """A one-shot fault (restart) has nothing to revert: its journal entry is closed right after apply."""
+    NEEDS_ROOT: ClassVar[bool] = False
+    """True when the fault changes what only root may (mounts, cgroups, swap): `problems` and `check` say so."""
     CONTAINER_TARGETS: ClassVar[bool] = False
     """True when this class also acts on a container node (compose backend), on the host resources the backend
     gives it (the store's loop mount, the container's cgroups, the HA relay, the node's control)."""
@@ -93,12 +97,14 @@ class Fault(ABC):
     @classmethod
     def problems(cls) -> list[str]:
         """What this machine lacks for the fault (root, tools, kernel features); empty when it can run."""
-        return []
+        return ["needs root"] if cls.NEEDS_ROOT and os.geteuid() != 0 else []
 
     # ---- hooks ---------------------------------------------------------------------------------------------------
     def check(self) -> None:
         """Refuse targets/params this fault cannot act on (raise FaultRefused/FaultUnavailable). Runs before apply."""
         guard.check_node(self.kind, self.target, containers=self.CONTAINER_TARGETS)
+        if self.NEEDS_ROOT:
+            require_root(self.kind)
 
     def claims(self) -> list[str]:
         """Resources this fault changes; two open entries may not claim the same one."""

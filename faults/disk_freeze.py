@@ -6,12 +6,12 @@ import os
 
 from pydantic import Field
 
-from faults import guard
-from faults.base import Fault, FaultParams
+from faults.base import FaultParams
 from faults.errors import FaultNotEffective
 from faults.probe import BLOCKED_AFTER_S, blocked_write_probe, probe_path
+from faults.store_fault import StoreFault
 from faults.system import mounts
-from faults.system.tools import have_tool, require_root
+from faults.system.tools import have_tool
 
 
 class DiskFreezeParams(FaultParams):
@@ -19,33 +19,19 @@ class DiskFreezeParams(FaultParams):
                                    description="verify: a probe write unfinished after this long counts as blocked")
 
 
-class DiskFreeze(Fault):
+class DiskFreeze(StoreFault):
     kind = "disk_freeze"
     summary = "writes to the store hang (fsfreeze); revert: thaw"
     Params = DiskFreezeParams
-    target_roles = ("master", "slave")
     VERIFY_TIMEOUT_S = 2.0
-    CONTAINER_TARGETS = True
 
     @classmethod
     def problems(cls) -> list[str]:
-        return ([] if os.geteuid() == 0 else ["needs root"]) + ([] if have_tool("fsfreeze") else ["missing fsfreeze"])
-
-    def check(self) -> None:
-        super().check()
-        require_root(self.kind)
-        guard.check_store(self.kind, self.target, self.journal)
-
-    @property
-    def mount(self) -> str:
-        return os.path.realpath(self.target.store_mount or "")
+        return super().problems() + ([] if have_tool("fsfreeze") else ["missing fsfreeze"])
 
     @property
     def probe_file(self) -> str:
         return probe_path(self.mount, f"{self.tag}.probe")
-
-    def claims(self) -> list[str]:
-        return [f"store:{self.mount}"]
 
     def plan(self) -> list[dict]:
         image = self.target.store_image

@@ -10,11 +10,11 @@ import os
 from pydantic import Field, model_validator
 
 from faults import guard
-from faults.base import Fault, FaultParams
+from faults.base import FaultParams
 from faults.errors import FaultNotEffective, FaultRefused
 from faults.probe import dio_probe, probe_path
+from faults.store_fault import StoreFault
 from faults.system import cgroupfs, mounts
-from faults.system.tools import require_root
 
 TOLERANCE = 0.20
 """A measured rate within ±20 % of the limit counts as the limit in effect."""
@@ -47,34 +47,26 @@ def _chunk_for(bps: int) -> int:
     return max(4096, min(1 << 20, (bps // 40) // 4096 * 4096))
 
 
-class DiskThrottle(Fault):
+class DiskThrottle(StoreFault):
     kind = "disk_throttle"
     summary = "bandwidth/IOPS limit on the store device for the node's cgroup (blkio v1 / io.max v2); revert: lift"
     Params = DiskThrottleParams
-    target_roles = ("master", "slave")
     VERIFY_TIMEOUT_S = 3.0
-    CONTAINER_TARGETS = True
 
     @classmethod
     def problems(cls) -> list[str]:
-        out = [] if os.geteuid() == 0 else ["needs root"]
-        return out + ([] if cgroupfs.hierarchy("blkio") else ["no blkio (v1) / io (v2) cgroup controller"])
+        controller = [] if cgroupfs.hierarchy("blkio") else ["no blkio (v1) / io (v2) cgroup controller"]
+        return super().problems() + controller
 
     def check(self) -> None:
         super().check()
-        require_root(self.kind)
-        guard.check_store(self.kind, self.target, self.journal)
         key = "blkio" if "blkio" in self.target.cgroups else "io"
         self.state["cgroup"] = guard.check_cgroup(self.kind, self.target, key)
         self.state["version"] = cgroupfs.version_of(self.state["cgroup"])
-        dev = self.target.store_device or mounts.mount_at(self.mount).source
+        dev = self.target.store_device or self.store.source
         if not dev.startswith("/dev/"):
             raise FaultRefused(f"{self.kind}: store of {self.target.name} is on {dev}, not a block device")
         self.state["device"], self.state["majmin"] = dev, mounts.device_number(dev)
-
-    @property
-    def mount(self) -> str:
-        return os.path.realpath(self.target.store_mount or "")
 
     @property
     def limits(self) -> dict[str, int]:

@@ -14,8 +14,9 @@ from faults.base import Fault, FaultParams
 from faults.errors import FaultError, FaultNotEffective, FaultRefused
 from faults.journal import default_state_dir
 from faults.system import cgroupfs, swapfiles
+from faults.system.meminfo import mem_total
 from faults.system.procs import TAG_ENV, swap_bytes, tagged
-from faults.system.tools import have_tool, require_root
+from faults.system.tools import have_tool
 
 SWAP_DIR = "swap"
 MIN_SWAP = 256 << 20
@@ -45,30 +46,21 @@ class MemoryPressureParams(FaultParams):
         return self
 
 
-def _mem_total() -> int:
-    with open("/proc/meminfo", encoding="ascii") as f:
-        for line in f:
-            if line.startswith("MemTotal:"):
-                return int(line.split()[1]) * 1024
-    raise FaultError("no MemTotal in /proc/meminfo")
-
-
 class MemoryPressure(Fault):
     kind = "memory_pressure"
     summary = "the node swaps: lower its memory cgroup limit and/or a hog in its cgroup; swap file added if none"
     Params = MemoryPressureParams
     VERIFY_TIMEOUT_S = 5.0
     DOCKER_VARIANT = "faults.docker.memory:ContainerMemoryPressure"
+    NEEDS_ROOT = True
 
     @classmethod
     def problems(cls) -> list[str]:
-        out = [] if os.geteuid() == 0 else ["needs root"]
-        out += [f"missing tool {t}" for t in ("mkswap", "swapon", "swapoff") if not have_tool(t)]
+        out = super().problems() + [f"missing tool {t}" for t in ("mkswap", "swapon", "swapoff") if not have_tool(t)]
         return out + ([] if cgroupfs.hierarchy("memory") else ["no memory cgroup controller"])
 
     def check(self) -> None:
         super().check()
-        require_root(self.kind)
         cg = guard.check_cgroup(self.kind, self.target, "memory")
         procs = guard.proc_ids_of(self.target)
         guard.check_pids(self.kind, self.target, self.journal, procs)
@@ -81,7 +73,7 @@ class MemoryPressure(Fault):
         if limit is not None and limit < (4 << 20):
             raise FaultRefused(f"{self.kind}: new limit {limit} B is below 4 MiB (node anon memory {anon} B)")
         hog = int(p.hog_bytes) if p.hog_bytes is not None else (
-            int(_mem_total() * p.hog_percent_of_ram / 100) if p.hog_percent_of_ram is not None else 0)
+            int(mem_total() * p.hog_percent_of_ram / 100) if p.hog_percent_of_ram is not None else 0)
         unlimited = old_limit == "max" or int(old_limit if old_limit != "max" else 0) >= V1_UNLIMITED
         if limit is None and unlimited:
             raise FaultRefused(f"{self.kind}: a hog alone cannot make node {self.target.name} swap: its memory "

@@ -7,12 +7,12 @@ import os
 
 from pydantic import Field
 
-from faults import guard
-from faults.base import Fault, FaultParams
+from faults.base import FaultParams
 from faults.errors import FaultNotEffective, FaultRefused, FaultUnavailable
 from faults.probe import erofs_probe
+from faults.store_fault import StoreFault
 from faults.system import mounts
-from faults.system.tools import have_tool, require_root
+from faults.system.tools import have_tool
 from faults.target import pid_source_to_json
 
 TRIGGER = "/sys/fs/ext4/{dev}/trigger_fs_error"
@@ -24,26 +24,22 @@ class ReadonlyFsParams(FaultParams):
     restart_timeout_s: float = Field(120.0, gt=0, description="revert: how long the node may take to catch up")
 
 
-class ReadonlyFs(Fault):
+class ReadonlyFs(StoreFault):
     kind = "readonly_fs"
     summary = "store filesystem turns read-only by an ext4 error (errors=remount-ro); revert: stop, fsck, remount, start"
     Params = ReadonlyFsParams
-    target_roles = ("master", "slave")
     VERIFY_TIMEOUT_S = 2.0
-    CONTAINER_TARGETS = True
 
     @classmethod
     def problems(cls) -> list[str]:
-        out = [] if os.geteuid() == 0 else ["needs root"]
-        out += [f"missing tool {t}" for t in ("umount", "mount", "e2fsck") if not have_tool(t)]
+        out = super().problems() + [f"missing tool {t}" for t in ("umount", "mount", "e2fsck") if not have_tool(t)]
         if not os.path.isdir("/sys/fs/ext4"):
             out.append("no /sys/fs/ext4 (ext4 sysfs) on this kernel")
         return out
 
     def check(self) -> None:
         super().check()
-        require_root(self.kind)
-        m = guard.check_store(self.kind, self.target, self.journal)
+        m = self.store
         if m.fstype != "ext4":
             raise FaultRefused(f"{self.kind}: {m.target} is {m.fstype}, needs ext4")
         if REQUIRED_OPTION not in m.options:
@@ -59,11 +55,8 @@ class ReadonlyFs(Fault):
         self.state["device"] = m.source
         self.state["options"] = ",".join(o for o in m.options if o not in ("rw", "emergency_ro"))
 
-    def claims(self) -> list[str]:
-        return [f"store:{os.path.realpath(self.target.store_mount or '')}"]
-
     def plan(self) -> list[dict]:
-        t, image, mount = self.target, self.target.store_image, os.path.realpath(self.target.store_mount or "")
+        t, image, mount = self.target, self.target.store_image, self.mount
         return [
             {"op": "node_stop", "step": "stop_node", "node": t.name, "pids": pid_source_to_json(t.pids)},
             {"op": "umount", "step": "umount", "mount": mount, "image": image},
@@ -81,16 +74,14 @@ class ReadonlyFs(Fault):
         return {"device": self.state["device"], "trigger": TRIGGER.format(dev=dev)}
 
     def measure(self) -> tuple[bool, dict]:
-        mount = os.path.realpath(self.target.store_mount or "")
-        probe = erofs_probe(mount, f"{self.fault_id}.probe")
-        m = mounts.mount_at(mount)
+        probe = erofs_probe(self.mount, f"{self.fault_id}.probe")
+        m = mounts.mount_at(self.mount)
         evidence = {"write_errno": probe["errno"], "mount_options": ",".join(m.options) if m else None}
         return probe["errno"] == "EROFS" and bool(m and m.readonly), evidence
 
     def measure_gone(self) -> dict:
-        mount = os.path.realpath(self.target.store_mount or "")
-        probe = erofs_probe(mount, f"{self.fault_id}.after")
-        m = mounts.mount_at(mount)
+        probe = erofs_probe(self.mount, f"{self.fault_id}.after")
+        m = mounts.mount_at(self.mount)
         evidence = {"write_errno_after": probe["errno"], "mount_options_after": ",".join(m.options) if m else None,
                     "pids_after": self.target.pids()}
         if probe["errno"] or (m is None or m.readonly):

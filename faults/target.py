@@ -107,6 +107,11 @@ def resolve(ref: str) -> Any:
     return obj
 
 
+def build_from_factory(data: dict, journal: Journal | None) -> Any:
+    """The object a `{"factory": "module:callable", ...}` JSON form names: `callable(data, journal)`."""
+    return resolve(data["factory"])(data, journal)
+
+
 @dataclass
 class NodeTarget:
     """One node of a cluster the harness manages. Built by a backend, handed to faults."""
@@ -140,7 +145,7 @@ class NodeTarget:
         control = None
         spec = data.get("control")
         if spec and journal is not None:
-            control = resolve(spec["factory"])(spec, journal)
+            control = build_from_factory(spec, journal)
         return cls(name=data["name"], role=data["role"], run_id=data["run_id"],
                    pids=pid_source_from_json(data["pids"]), cgroups=dict(data.get("cgroups") or {}),
                    store_mount=data.get("store_mount"), store_device=data.get("store_device"),

@@ -14,7 +14,7 @@ from faults.docker.ops import DOCKER_OPS
 from faults.errors import UndoError
 from faults.system import cgroupfs, mounts, swapfiles
 from faults.system.procs import ProcId, tagged, terminate, with_descendants
-from faults.target import NodeControl, pid_source_from_json
+from faults.target import NodeControl, build_from_factory, pid_source_from_json
 
 StepHook = Callable[[str, str, dict | None, str | None], None]
 """on_step(step, status, evidence, error) -- status: started | ok | failed."""
@@ -117,23 +117,20 @@ def op_loop_detach(op: dict, ctx: UndoContext) -> str:
     return f"detached {', '.join(devs)}" if devs else "not attached"
 
 
-def op_rm(op: dict, ctx: UndoContext) -> str:
+def _remove(path: str, remove: Callable[[str], None]) -> str:
     try:
-        os.unlink(op["path"])
+        remove(path)
         return "removed"
     except FileNotFoundError:
         return "already gone"
+
+
+def op_rm(op: dict, ctx: UndoContext) -> str:
+    return _remove(op["path"], os.unlink)
 
 
 def op_rmdir(op: dict, ctx: UndoContext) -> str:
-    try:
-        if op.get("recursive"):
-            shutil.rmtree(op["path"])
-        else:
-            os.rmdir(op["path"])
-        return "removed"
-    except FileNotFoundError:
-        return "already gone"
+    return _remove(op["path"], shutil.rmtree if op.get("recursive") else os.rmdir)
 
 
 def op_swapoff(op: dict, ctx: UndoContext) -> str:
@@ -191,17 +188,17 @@ def op_node_start(op: dict, ctx: UndoContext) -> str:
     return "started, ready"
 
 
-def op_consumer_control(op: dict, ctx: UndoContext) -> str:
-    from faults.consumer_stuck import release_controls  # the control file's format is the consumer process's
-
-    return release_controls(op, ctx)
+def op_consumer_release(op: dict, ctx: UndoContext) -> str:
+    """Consumer processes' listeners, rebuilt from the JSON naming their factory (`faults.consumer_stuck`'s
+    `ConsumerListeners`): no message blocks any more, the blocked threads return."""
+    return f"released {build_from_factory(op['listeners'], None).release()} consumer(s)"
 
 
 OPS: dict[str, Callable[[dict, UndoContext], str]] = {
     "signal": op_signal, "kill_procs": op_kill_procs, "thaw": op_thaw, "umount": op_umount, "e2fsck": op_e2fsck,
     "mount": op_mount, "loop_detach": op_loop_detach, "rm": op_rm, "rmdir": op_rmdir, "swapoff": op_swapoff,
     "cgroup_write": op_cgroup_write, "cgroup_remove": op_cgroup_remove, "relay_mode": op_relay_mode,
-    "node_stop": op_node_stop, "node_start": op_node_start, "consumer_control": op_consumer_control,
+    "node_stop": op_node_stop, "node_start": op_node_start, "consumer_release": op_consumer_release,
 }
 
 

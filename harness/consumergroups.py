@@ -1,13 +1,13 @@
 """The scenario's `consumers:` section: `drain` (how long the run waits after the load for every group's lag to
 reach 0) and `groups`, each a `GroupSpec` of `loads.consumer_spec` (engineer C1's model: name, consumers, threads,
-processing, stuck, consume_from, reconsume_share, profile), embedded as is.
+processing, stuck, consume_from, reconsume_share, profile), embedded as is. This is where a group is validated: the
+run hands these `GroupSpec`s to `loads.consumers.ConsumerFleet` as they are.
 
 Consumer fault targets: `consumer:<group>` (every process of the group) or `<group>.c<i>` (one process).
 """
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from pydantic import Field, model_validator
 
@@ -34,12 +34,12 @@ class ConsumersSection(Strict):
                 raise at(("groups", i, "name"), f"group name {name!r} is used twice")
         return self
 
-    def group(self, name: str) -> Any | None:
+    def group(self, name: str) -> GroupSpec | None:
         return next((g for g in self.groups if g.name == name), None)
 
     def workers(self) -> list[str]:
         """Every consumer process's name, `<group>.c<i>`."""
-        return [f"{g.name}.c{i}" for g in self.groups for i in range(g.consumers)]
+        return [g.worker(i) for g in self.groups for i in range(g.consumers)]
 
 
 def is_consumer_target(target: str) -> bool:
@@ -49,7 +49,8 @@ def is_consumer_target(target: str) -> bool:
 def target_problem(target: str, section: ConsumersSection | None) -> str | None:
     """Why `target` names no consumer of `section` (None when it does)."""
     groups = [g.name for g in section.groups] if section else []
-    allowed = ", ".join([f"consumer:{g}" for g in groups] + (section.workers() if section else [])) or "none"
+    workers = section.workers() if section else []
+    allowed = ", ".join([f"{GROUP_TARGET_PREFIX}{g}" for g in groups] + workers) or "none"
     if target.startswith(GROUP_TARGET_PREFIX):
         name = target[len(GROUP_TARGET_PREFIX):]
         return None if name in groups else f"{name!r} is not a consumer group of this scenario; allowed: {allowed}"

@@ -8,7 +8,8 @@ before the load, drained after the load, stopped before the read-back (and in th
   of the group committed on the topic (see `_wait_listed`); event `consumers_start`. The lag collector starts.
 - `targets`: each process as a `NodeTarget` (role `consumer`, name `<group>.c<i>`, pids of the live process, a
   control whose start() restarts it through the fleet) and each group as `consumer:<group>` (every process), so
-  `kill` / `freeze` / `consumer_stuck` act on consumers.
+  `kill` / `freeze` / `consumer_stuck` act on consumers; `extras["listeners"]` is the JSON of the processes' control
+  files (`loads.consumer_control.ControlFiles`, rebuilt from its factory), what `consumer_stuck` acts on.
 - `drain()`: poll each group's lag until it is 0 for every group or `consumers.drain` passes; event
   `consumers_drain` (per-group lag at the end, `drained`).
 - `stop()`: `fleet.stop()`, event `consumers_stop` (rows per group); idempotent. `close()`: the lag collector's
@@ -25,6 +26,7 @@ from typing import Any
 from faults.system.procs import TAG_ENV, ProcId
 from faults.target import NodeTarget
 from harness.collectors.consumer_lag import ConsumerLagCollector, broker_stats_fetch, lag_of
+from harness.consumergroups import GROUP_TARGET_PREFIX
 
 KIND = "resource:consumers"
 START_TIMEOUT_S = 60.0
@@ -128,10 +130,6 @@ class ConsumerStage:
         self.targets: dict[str, NodeTarget] = {}
 
     # --- workers ---------------------------------------------------------------------------------------------
-    def control_files(self, target: str) -> list[str]:
-        """Control files of `target` (a group or `<group>.c<i>`): one per instance, kept across restarts."""
-        return [str(w.control_path) for w in self.fleet.select(target)]
-
     def note_procs(self) -> None:
         """Record the live processes in the journal entry (cleanup also finds them by their tag)."""
         procs = [p.to_json() for p in (ProcId.of(w.pid) for w in self.fleet.history if w.alive) if p]
@@ -162,12 +160,14 @@ class ConsumerStage:
     def _build_targets(self) -> None:
         run_id = self.rd.run_id
         for g in self.section.groups:
-            names = [(f"{g.name}.c{i}", f"{g.name}.c{i}") for i in range(g.consumers)] + [(f"consumer:{g.name}", g.name)]
+            workers = [g.worker(i) for i in range(g.consumers)]
+            names = [(w, w) for w in workers] + [(f"{GROUP_TARGET_PREFIX}{g.name}", g.name)]
             for name, selector in names:
                 control = GroupControl(self, g.name) if selector == g.name else WorkerControl(self, selector)
+                listeners = self.fleet.listeners(selector).to_json()
                 self.targets[name] = NodeTarget(
                     name=name, role="consumer", run_id=run_id, pids=lambda s=selector: self.fleet.pids(s),
-                    control=control, extras={"group": g.name, "control_files": self.control_files(selector)})
+                    control=control, extras={"group": g.name, "listeners": listeners})
 
     def _wait_listed(self) -> dict[str, Any]:
         """Until the master lists every group's consumers and holds a committed offset of the group on the topic
@@ -245,11 +245,3 @@ class ConsumerStage:
             rows = self.lag.latest.get(g.name)
             out[g.name] = {"tps": rows[0]["consume_tps"] if rows else None, "lag": lag_of(rows)}
         return out
-
-
-def _control_path(handle: Any) -> str:
-    for attr in ("control_path", "control"):
-        value = getattr(handle, attr, None)
-        if value:
-            return str(value)
-    raise AttributeError(f"consumer handle {handle!r} has no control file path")

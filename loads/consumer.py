@@ -4,7 +4,7 @@
         [--control FILE] [--profile java-4.9.1] [--drain-s 5]
 
 It subscribes the topic as instance `<worker>`, records one consume row per delivery (`loads.consume_recorder`) and
-behaves as its `GroupSpec` says, overridden by its control file (`loads.consumer_control`). On stderr: "consumer
+behaves as its `GroupSpec` says, overridden by its control file (`loads.consumer_behaviour`). On stderr: "consumer
 <worker> started, client id ..."; on stdout, one JSON line `{"type": "ready", ...}` once the consumer is started and
 `{"type": "stopped", ...}` last. SIGTERM/SIGINT: deliveries from then on are held (not recorded, not acknowledged:
 their offsets stay uncommitted, so they are delivered again elsewhere), the listeners in flight get up to `--drain-s`
@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from loads.consume_recorder import ConsumeRecorder
-from loads.consumer_control import Behaviour
+from loads.consumer_behaviour import Behaviour
 from loads.consumer_spec import GroupSpec
 
 log = logging.getLogger("loads.consumer")

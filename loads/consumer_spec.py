@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from loads.spec import SpecError, validation_line
+from loads.spec import SpecError, parse_model
 
 GROUP_PATTERN = r"^[A-Za-z0-9_-]{1,120}$"
 """RocketMQ allows `^[%|a-zA-Z0-9_-]+$` up to 255 characters (`Validators.checkGroup`); a group here also names its
@@ -79,12 +79,7 @@ def parse_group(data: Any, source: str = "consumer group") -> GroupSpec:
     """Validate a mapping as a `GroupSpec`; raises `SpecError` with one line."""
     if isinstance(data, GroupSpec):
         return data
-    if not isinstance(data, dict):
-        raise SpecError(f"{source}: a consumer group is a mapping of keys to values, got {type(data).__name__}")
-    try:
-        return GroupSpec.model_validate(data)
-    except ValidationError as e:
-        raise SpecError(validation_line(source, e)) from None
+    return parse_model(GroupSpec, data, source, "a consumer group")
 
 
 def parse_groups(data: Any, source: str = "consumers.groups") -> list[GroupSpec]:

@@ -11,8 +11,8 @@ loads.consumer`), so a kill is a real kill and a stuck thread is a real blocked 
 
 Workers are `<group>.c<i>`, a restarted one `<group>.c<i>.r<n>`; every process is ended by its own pid. Children log
 to `<run_dir>/logs/consumers/<worker>.log`; their control files are `<run_dir>/control/consumers/<worker>.json`
-(one per instance index, kept across restarts). For faults: `pids(target)` and `control(worker)` (stop, start,
-wait_ready, wait_caught_up).
+(one per instance index, kept across restarts). For faults: `pids(target)`, `control(worker)` (stop, start,
+wait_ready, wait_caught_up) and `listeners(target)` (the control files, for `consumer_stuck`).
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -33,8 +33,8 @@ from typing import IO, Any
 from loads.consume_recorder import rows_in_parts
 from loads.consume_recorder import salvage as salvage_journal
 from loads.consumer import DEFAULT_DRAIN_S, DEFAULT_FACTORY
-from loads.consumer_control import write_control
-from loads.consumer_spec import GroupSpec, StuckSpec, parse_group
+from loads.consumer_control import ControlFiles, write_control
+from loads.consumer_spec import GroupSpec, StuckSpec
 
 __all__ = ["ConsumerError", "ConsumerFleet", "ConsumerWorker", "write_control"]
 
@@ -79,10 +79,17 @@ class ConsumerWorker:
 class ConsumerFleet:
     """Start, steer and stop the consumer processes of a run."""
 
-    def __init__(self, groups: Iterable[GroupSpec | Mapping[str, Any]], namesrv_addr: str, topic: str,
-                 run_dir: str | os.PathLike[str], run_id: str, profile: str = "java-4.9.1", *,
-                 drain_s: float = DEFAULT_DRAIN_S, python: str | None = None, factory: str = DEFAULT_FACTORY) -> None:
-        self.groups = {g.name: g for g in (parse_group(dict(g) if isinstance(g, Mapping) else g) for g in groups)}
+    def __init__(self, groups: Iterable[GroupSpec], namesrv_addr: str, topic: str, run_dir: str | os.PathLike[str],
+                 run_id: str, profile: str = "java-4.9.1", *, drain_s: float = DEFAULT_DRAIN_S,
+                 python: str | None = None, factory: str = DEFAULT_FACTORY) -> None:
+        """`groups` are validated already (the scenario's `consumers.groups`, or `loads.parse_groups` for a caller
+        holding mappings); each child process reads its group back from JSON."""
+        self.groups: dict[str, GroupSpec] = {}
+        for g in groups:
+            if not isinstance(g, GroupSpec):
+                raise TypeError(f"ConsumerFleet takes validated GroupSpecs (see loads.parse_groups), got "
+                                f"{type(g).__name__}")
+            self.groups[g.name] = g
         self.namesrv_addr, self.topic = namesrv_addr, topic
         self.run_dir, self.run_id, self.profile = Path(run_dir), run_id, profile
         self.drain_s = drain_s
@@ -175,7 +182,7 @@ class ConsumerFleet:
             return [w for w in self.workers.values() if w.group == target]
         w = self.workers.get(target)
         if w is None:
-            found = [v for v in self.workers.values() if v.group + f".c{v.index}" == target]
+            found = [v for v in self.workers.values() if self.groups[v.group].worker(v.index) == target]
             if found:
                 return found
             raise ConsumerError(f"consumer target {target!r}: not a group ({', '.join(self.groups)}) nor a worker "
@@ -237,6 +244,11 @@ class ConsumerFleet:
         """No more stuck messages for `target`; with `release`, the threads blocked now are freed too."""
         for w in self.select(target):
             write_control(w.control_path, stuck=None, release=release)
+
+    def listeners(self, target: str) -> ControlFiles:
+        """The control files of `target` (group or worker), one per instance and kept across its restarts: what
+        the `consumer_stuck` fault acts on."""
+        return ControlFiles([str(w.control_path) for w in self.select(target)])
 
     def control(self, worker: str) -> ConsumerControl:
         """A fault's handle on one instance: stop (SIGTERM + salvage), start (a restart), wait_ready."""

@@ -21,11 +21,12 @@ import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+ModelT = TypeVar("ModelT", bound=BaseModel)
 MODELS = ("open", "closed")
 DEFAULT_OPEN_USERS = 64
 DEFAULT_CLOSED_USERS = 64
@@ -252,14 +253,19 @@ def validation_line(source: str, err: ValidationError) -> str:
     return f"{source}: {loc + ': ' if loc else ''}{msg}{more}"
 
 
-def parse_spec(data: Any, source: str = "load spec") -> LoadSpec:
-    """Validate a mapping as a `LoadSpec`; raises `SpecError` with one line."""
+def parse_model(model: type[ModelT], data: Any, source: str, what: str) -> ModelT:
+    """Validate a mapping as `model` (`what` names it in the error); raises `SpecError` with one line."""
     if not isinstance(data, dict):
-        raise SpecError(f"{source}: a load spec is a mapping of keys to values, got {type(data).__name__}")
+        raise SpecError(f"{source}: {what} is a mapping of keys to values, got {type(data).__name__}")
     try:
-        return LoadSpec.model_validate(data)
+        return model.model_validate(data)
     except ValidationError as e:
         raise SpecError(validation_line(source, e)) from None
+
+
+def parse_spec(data: Any, source: str = "load spec") -> LoadSpec:
+    """Validate a mapping as a `LoadSpec`; raises `SpecError` with one line."""
+    return parse_model(LoadSpec, data, source, "a load spec")
 
 
 def load_spec(path: str | os.PathLike[str]) -> LoadSpec:

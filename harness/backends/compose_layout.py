@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from faults.system.meminfo import mem_total
 from harness.backends.brokerconf import BrokerLayout, broker_properties, namesrv_properties, render
 from harness.backends.ports import HOST
 
@@ -34,14 +35,6 @@ ENV_FILE = "compose.env"
 def project_name(run_id: str) -> str:
     """A compose project name for a run (lower-case letters, digits, '_' and '-')."""
     return (PROJECT_PREFIX + PROJECT_BAD.sub("-", run_id.lower())).strip("-")[:63]
-
-
-def mem_total() -> int:
-    with open("/proc/meminfo", encoding="ascii") as f:
-        for line in f:
-            if line.startswith("MemTotal:"):
-                return int(line.split()[1]) * 1024
-    raise OSError("no MemTotal in /proc/meminfo")
 
 
 @dataclass

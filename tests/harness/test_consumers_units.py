@@ -22,6 +22,7 @@ from harness.cli import main
 from harness.collectors.consumer_lag import ConsumerLagCollector, stats_rows
 from harness.progress import consumer_line
 from harness.scenario import load_scenarios
+from loads.consumer_control import ControlFiles
 
 SCENARIO = """\
 name: cons
@@ -146,7 +147,7 @@ def consumer_process(tmp_path: Path):
 def _target(tmp_path: Path, proc: subprocess.Popen, role: str = "consumer") -> NodeTarget:
     control = tmp_path / "control" / "stuck.c0.json"
     return NodeTarget(name="stuck.c0", role=role, run_id="r1", pids=StaticPids([ProcId.of(proc.pid)]),
-                      extras={"group": "stuck", "control_files": [str(control)]})
+                      extras={"group": "stuck", "listeners": ControlFiles([str(control)]).to_json()})
 
 
 def test_consumer_stuck_writes_the_control_file_and_reverts(tmp_path: Path, consumer_process) -> None:
@@ -156,11 +157,12 @@ def test_consumer_stuck_writes_the_control_file_and_reverts(tmp_path: Path, cons
     target = _target(tmp_path, consumer_process)
     fault = ConsumerStuck(target, {"share": 0.25, "hold_s": 120}, journal=journal)
     fault.apply()
-    control = Path(target.extras["control_files"][0])
+    control = Path(target.extras["listeners"]["files"][0])
     assert json.loads(control.read_text())["stuck"] == {"share": 0.25, "hold_s": 120.0}
     entry = journal.get(fault.entry_id)
     assert entry is not None and not entry.done
-    assert entry.undo == [{"op": "consumer_control", "files": [str(control)]}]
+    assert entry.undo == [{"op": "consumer_release", "listeners": {"factory": "loads.consumer_control:ControlFiles."
+                                                                              "from_json", "files": [str(control)]}}]
     with pytest.raises(FaultNotEffective):  # no status yet: no thread measured blocked
         fault.verify(timeout_s=0.2)
     Path(str(control) + ".status").write_text(json.dumps({"blocked": 0}))
@@ -178,9 +180,25 @@ def test_consumer_stuck_undo_replays_without_the_fault(tmp_path: Path) -> None:
     """What `rmq-chaos cleanup` does with the journaled undo of a crashed run."""
     control = tmp_path / "control" / "g.c0.json"
     control.parent.mkdir()
-    results = run_ops([{"op": "consumer_control", "files": [str(control)]}])
-    assert results == [{"op": "consumer_control", "result": "released 1 consumer(s)"}]
+    results = run_ops([{"op": "consumer_release", "listeners": ControlFiles([str(control)]).to_json()}])
+    assert results == [{"op": "consumer_release", "result": "released 1 consumer(s)"}]
     assert json.loads(control.read_text())["release"] is True
+
+
+def test_consumer_stuck_restored_from_the_journal_verifies_and_reverts(tmp_path: Path, consumer_process) -> None:
+    """What `rmq-chaos fault verify|revert <id>` does: the fault rebuilt from its journal entry alone."""
+    from faults.consumer_stuck import ConsumerStuck
+
+    journal = Journal(tmp_path / "state")
+    applied = ConsumerStuck(_target(tmp_path, consumer_process), {"share": 0.5, "hold_s": 60}, journal=journal)
+    applied.apply()
+    control = Path(applied.target.extras["listeners"]["files"][0])
+    Path(str(control) + ".status").write_text(json.dumps({"blocked": 1}))
+    restored = ConsumerStuck.restore(journal.get(applied.entry_id), journal)
+    assert restored.verify(timeout_s=1)["blocked"] == {str(control): 1}
+    assert restored.revert()["control"] == {str(control): None}
+    assert json.loads(control.read_text())["release"] is True
+    assert journal.get(applied.entry_id).done
 
 
 def test_consumer_stuck_refuses_a_broker(tmp_path: Path, consumer_process) -> None:

@@ -16,6 +16,7 @@ from loads_support import wait_for
 
 from analysis.contract import CONSUME_SCHEMA
 from loads.consume_recorder import journal_path, read_journal, rows_in_parts
+from loads.consumer_spec import parse_groups
 from loads.consumers import ConsumerFleet
 
 RUN = "c1-e2e"
@@ -57,7 +58,7 @@ def check_consumers(rmq_cluster, tmp_path):
     groups = [{"name": "e2e-a", "consumers": 2, "threads": 4, "consume_from": "CONSUME_FROM_FIRST_OFFSET"},
               {"name": "e2e-b", "consumers": 1, "threads": 4, "consume_from": "CONSUME_FROM_FIRST_OFFSET",
                "reconsume_share": 0.1}]
-    fleet = ConsumerFleet(groups, rmq_cluster.namesrv_addr, rmq_cluster.topic, run, RUN, drain_s=2)
+    fleet = ConsumerFleet(parse_groups(groups), rmq_cluster.namesrv_addr, rmq_cluster.topic, run, RUN, drain_s=2)
     try:
         fleet.start()
         producer = rmq_cluster.producer()

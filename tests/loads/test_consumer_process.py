@@ -18,6 +18,7 @@ from loads_support import wait_for
 
 from analysis.contract import CONSUME_SCHEMA
 from loads.consume_recorder import journal_path, read_journal
+from loads.consumer_spec import parse_groups
 from loads.consumers import ConsumerFleet
 
 RUN = "run-1"
@@ -39,7 +40,7 @@ def fleet_of(tmp_path, fake_env):
     fleets: list[ConsumerFleet] = []
 
     def make(groups, **kw):
-        fleet = ConsumerFleet(groups, "fake:0", "ChaosTopic", tmp_path / "run", RUN,
+        fleet = ConsumerFleet(parse_groups(groups), "fake:0", "ChaosTopic", tmp_path / "run", RUN,
                               factory="consumer_fake:FakePushConsumer", **kw)
         fleets.append(fleet)
         fleet.start()
