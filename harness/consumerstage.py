@@ -26,7 +26,7 @@ from typing import Any
 from faults.system.procs import TAG_ENV, ProcId
 from faults.target import NodeTarget
 from harness.collectors.consumer_lag import ConsumerLagCollector, broker_stats_fetch, lag_of
-from harness.consumergroups import GROUP_TARGET_PREFIX
+from harness.scenario import GROUP_TARGET_PREFIX
 
 KIND = "resource:consumers"
 START_TIMEOUT_S = 60.0

@@ -174,7 +174,7 @@ class Runner:
         progress.step(f"consumers: listed by the master in {started['ready_s']:.1f} s", "green")
 
     def _start_load(self, rd: RunDir, backend: Any) -> Any:
-        from harness.loadplan import load_spec
+        from harness.scenario import load_spec
         from loads.process import LoadProcess
 
         spec = load_spec(self.scenario, backend.namesrv_addr)

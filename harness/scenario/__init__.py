@@ -20,48 +20,27 @@ The modules, in the order a file goes through them:
   store sizes); `lint`: broker.conf keys and values against the chosen version's known keys.
 - `load`: all of the above for one file, every run of its matrix checked before anything starts.
 
-The names below are imported on first use (PEP 562): `harness.consumergroups` defines the `consumers:` section on
-top of `schema`, and `model` embeds it, so importing every module here at once would make an import cycle for a
-caller that imports `harness.consumergroups` first.
+- `consumers`: the `consumers:` section (groups, consumer fault targets); `loadplan`: the `load:` section as the
+  load generator's `LoadSpec`.
+
+Modules of the package import each other by module, never through this `__init__`, so importing any of them first
+makes no cycle.
 """
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from harness.scenario.cluster import BROKER_NODES, ClusterSpec
-    from harness.scenario.lint import conf_text, effective_differences
-    from harness.scenario.load import load_scenario_text, load_scenarios
-    from harness.scenario.model import Scenario
-    from harness.scenario.phases import FaultSpec
-    from harness.scenario.reader import SourceError
-    from harness.scenario.schema import Duration, Strict, at, problem_text
-    from harness.scenario.units import format_duration, format_size, parse_duration, parse_size
-
-MODULE_OF = {
-    "BROKER_NODES": "cluster", "ClusterSpec": "cluster",
-    "conf_text": "lint", "effective_differences": "lint",
-    "load_scenario_text": "load", "load_scenarios": "load",
-    "Scenario": "model",
-    "FaultSpec": "phases",
-    "SourceError": "reader",
-    "Duration": "schema", "Strict": "schema", "at": "schema", "problem_text": "schema",
-    "format_duration": "units", "format_size": "units", "parse_duration": "units", "parse_size": "units",
-}
-"""Each public name and the module of this package that defines it."""
+from harness.scenario.cluster import BROKER_NODES, ClusterSpec
+from harness.scenario.consumers import GROUP_TARGET_PREFIX
+from harness.scenario.lint import conf_text, effective_differences
+from harness.scenario.load import load_scenario_text, load_scenarios
+from harness.scenario.loadplan import load_spec, load_spec_data
+from harness.scenario.model import Scenario
+from harness.scenario.phases import FaultSpec
+from harness.scenario.reader import SourceError
+from harness.scenario.schema import Duration, Strict, at, problem_text
+from harness.scenario.units import format_duration, format_size, parse_duration, parse_size
 
 __all__ = [
-    "BROKER_NODES", "ClusterSpec", "Duration", "FaultSpec", "Scenario", "SourceError", "Strict", "at", "conf_text",
-    "effective_differences", "format_duration", "format_size", "load_scenario_text", "load_scenarios",
-    "parse_duration", "parse_size", "problem_text",
+    "BROKER_NODES", "GROUP_TARGET_PREFIX", "ClusterSpec", "Duration", "FaultSpec", "Scenario", "SourceError", "Strict",
+    "at", "conf_text", "effective_differences", "format_duration", "format_size", "load_scenario_text",
+    "load_scenarios", "load_spec", "load_spec_data", "parse_duration", "parse_size", "problem_text",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    module = MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value

@@ -7,8 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from harness.consumergroups import is_consumer_target
 from harness.scenario.cluster import BROKER_NODES
+from harness.scenario.consumers import is_consumer_target
 from harness.scenario.lint import lint_scenario
 from harness.scenario.model import Scenario
 from harness.scenario.reader import Marks
@@ -81,7 +81,7 @@ def _check_clients(scenario: Scenario, marks: Marks) -> None:
 
 def _check_load(scenario: Scenario, marks: Marks) -> None:
     """The load section as the load generator will take it (`loads.spec.LoadSpec`)."""
-    from harness.loadplan import load_spec
+    from harness.scenario.loadplan import load_spec
     from loads.spec import SpecError
 
     try:

@@ -4,7 +4,7 @@ read-back, consumers, expectations.
 Each section is a strict pydantic model (unknown keys refused; `cluster.py`, `workload.py`, `phases.py`);
 `harness.scenario.load` reads a file, expands its `matrix:` and turns any error into one line naming file, line,
 key and allowed values. The expectation items are `analysis.expectations.Expectation`, embedded as is. The
-`consumers:` section (`harness.consumergroups`) names consumer groups; a fault may target `consumer:<group>` or
+`consumers:` section (`harness.scenario.consumers`) names consumer groups; a fault may target `consumer:<group>` or
 `<group>.c<i>`. `Scenario.resolved()` is what a run writes to its `scenario.yaml`: every default filled in,
 durations and sizes written with their units, and each phase's `duration_s` (the figure the analysis reads).
 """
@@ -15,8 +15,8 @@ from typing import Any
 from pydantic import Field, PrivateAttr, model_validator
 
 from analysis.expectations import Expectation
-from harness.consumergroups import ConsumersSection, is_consumer_target, target_problem
 from harness.scenario.cluster import ClusterSpec
+from harness.scenario.consumers import ConsumersSection, is_consumer_target, target_problem
 from harness.scenario.phases import MAX_EXPECTATIONS, MAX_PHASES, WARMUP_PHASE, FaultSpec, PhaseSpec, ReadbackSpec
 from harness.scenario.schema import Duration, RunName, Strict, at
 from harness.scenario.workload import LoadSection, TopicSpec

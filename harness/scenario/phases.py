@@ -7,8 +7,8 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from analysis.expectations import Expectation
-from harness.consumergroups import is_consumer_target
 from harness.scenario.cluster import NODE_NAMES
+from harness.scenario.consumers import is_consumer_target
 from harness.scenario.schema import Duration, Name, Strict, at
 from harness.scenario.workload import MAX_RATE
 

@@ -9,9 +9,16 @@ import pytest
 
 from harness.backends.ports import PortPicker, is_free
 from harness.collectors.broker_figures import broker_figures
-from harness.loadplan import load_spec
 from harness.rundir import RunDir
-from harness.scenario import Scenario, effective_differences, format_duration, format_size, parse_duration, parse_size
+from harness.scenario import (
+    Scenario,
+    effective_differences,
+    format_duration,
+    format_size,
+    load_spec,
+    parse_duration,
+    parse_size,
+)
 from harness.timeline import Clock, build_timeline
 
 SCENARIO = {"name": "u", "load": {"model": "open", "rate": 100, "clients": [

@@ -11,7 +11,7 @@ import re
 
 from pydantic import Field, model_validator
 
-from harness.scenario import Duration, Strict, at
+from harness.scenario.schema import Duration, Strict, at
 from loads.consumer_spec import GroupSpec
 
 DEFAULT_DRAIN = "30s"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.scenario import Scenario
+from harness.scenario.model import Scenario
 
 
 def load_spec_data(scenario: Scenario, namesrv: str) -> dict[str, Any]:
