@@ -2,9 +2,11 @@
 
 It holds what all users of the process share: the spec and its current plan (rates per client), the phase book,
 the sequence of send numbers (the `<seq>` of the harness key `<run_id>:<worker>:<seq>`), the producers, the request
-recorder, the open-model schedules of the live users (so a rate change reaches every one of them), the precise
-alarm, and the counters of sends fired and in flight. `drain()` is the orderly end: no new sends, the sends in
-flight finish (or are abandoned after the drain timeout), every row is written.
+recorder, the open-model schedules of the live users (so a rate change reaches every one of them) and their
+`ScheduleKeeper` (spare senders, dropped slots), the precise alarm, and the counters of sends fired and in flight.
+`drain()` is the orderly end: no new sends, the sends in flight finish (or are abandoned after the drain timeout),
+the slots that came due unsent are counted, every row is written. A recorder that cannot write (a full disk, an
+I/O error) ends the sending at once and says why (`failure`, and `on_failure`).
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from pathlib import Path
 
 from analysis.contract import RunLayout
 from loads.alarm import PreciseAlarm
+from loads.keeper import ScheduleKeeper
 from loads.phasebook import PhaseBook
 from loads.producers import MessageFactory, ProducerPool
 from loads.recorder import RequestRecorder, harness_key, highest_seq
@@ -52,7 +55,8 @@ class LoadContext:
 
     def __init__(self, spec: LoadSpec, run_dir: str | Path, run_id: str, worker: str,
                  on_batch: Callable[[BatchSummary], None] | None = None,
-                 on_rows: Callable[[list[tuple]], Callable[[], None] | None] | None = None) -> None:
+                 on_rows: Callable[[list[tuple]], Callable[[], None] | None] | None = None,
+                 on_failure: Callable[[str], None] | None = None) -> None:
         self.spec, self.run_id, self.worker = spec, run_id, worker
         layout = RunLayout.of(run_dir)
         layout.requests.mkdir(parents=True, exist_ok=True)
@@ -67,9 +71,13 @@ class LoadContext:
         self.in_flight = 0
         self.draining = False
         self.producers = ProducerPool(spec)
+        self.keeper = ScheduleKeeper(self)
+        self.failure: str | None = None
+        self.on_failure = on_failure
         self.recorder = RequestRecorder(layout.requests, run_id, worker, spec.topic, self.phases,
-                                        interval_s=spec.flush_interval_s, on_batch=on_batch,
-                                        gauges=lambda: (self.fired, self.in_flight), on_rows=on_rows)
+                                        interval_s=spec.flush_interval_s, on_batch=on_batch, gauges=self.gauges,
+                                        on_rows=on_rows, drops=self.keeper.drops.take,
+                                        schedule_dir=layout.schedule, on_failure=self._recorder_failed)
         self._schedules: dict[str, weakref.WeakSet[OpenSchedule]] = {c.name: weakref.WeakSet() for c in spec.clients}
         self._user_index = {c.name: itertools.count() for c in spec.clients}
         self._alarm: PreciseAlarm | None = None
@@ -85,6 +93,24 @@ class LoadContext:
 
     def next_seq(self) -> int:
         return next(self._seq)
+
+    def local_users(self, client: str) -> int:
+        """Live open-model users of `client` in this process."""
+        return len(self._schedules[client])
+
+    def gauges(self) -> dict[str, float | int]:
+        """What every batch summary carries besides its rows."""
+        return {"fired": self.fired, "in_flight": self.in_flight, "dropped": self.keeper.drops.late,
+                "lag_ms": self.keeper.lag_ns / 1e6, "spares": sum(self.keeper.spares.values())}
+
+    def _recorder_failed(self, error: str) -> None:
+        """The rows can no longer be written: no new sends from now on, and the controller is told."""
+        if self.failure is None:
+            self.failure = error
+            self.draining = True
+            log.error("stopping the sends: %s", error)
+            if self.on_failure is not None:
+                self.on_failure(error)
 
     def new_schedule(self, client: str, now_ns: int) -> OpenSchedule:
         """An open-model schedule for a new user of `client`, staggered against the others."""
@@ -103,6 +129,7 @@ class LoadContext:
         gc.collect()
         gc.freeze()
         self.recorder.start()
+        self.keeper.start()
 
     def set_phase(self, name: str, rate: float | None, at_ns: int) -> dict[str, float | None]:
         """Phase `name` from `at_ns`; `rate` (None: the phase's rate in the spec, else unchanged) is the load's new
@@ -120,12 +147,19 @@ class LoadContext:
         """No new sends from now on; wait until the sends in flight have finished (at most `timeout_s`). Returns
         how many are still in flight (they will be abandoned)."""
         self.draining = True
+        self.keeper.stop()
+        unsent = self.keeper.count_unsent(self._open_schedules, time.time_ns())
+        if unsent:
+            log.info("%d slots came due and were not sent before the stop", unsent)
         deadline = time.monotonic() + timeout_s
         while self.in_flight and time.monotonic() < deadline:
             gevent.sleep(DRAIN_POLL_S)
         if self.in_flight:
             log.warning("%d sends still in flight after %.1f s: abandoning them", self.in_flight, timeout_s)
         return self.in_flight
+
+    def _open_schedules(self) -> list[tuple[str, OpenSchedule]]:
+        return [(client, s) for client, live in self._schedules.items() for s in list(live)]
 
     @property
     def target_rate(self) -> float:
@@ -146,4 +180,5 @@ class LoadContext:
     def totals(self) -> dict[str, int | str]:
         return {"worker": self.worker, "fired": self.fired, "in_flight": self.in_flight,
                 "rows": self.recorder.rows_written, "parts": len(self.recorder.parts),
-                "t_ns": time.time_ns()}
+                "dropped": self.keeper.drops.total, "dropped_late": self.keeper.drops.late,
+                "spares_started": self.keeper.spares_started, "failure": self.failure, "t_ns": time.time_ns()}

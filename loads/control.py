@@ -5,7 +5,9 @@ Commands: `{"id": n, "cmd": "start", "phase": str|null, "at_ns": int}`, `{"id": 
 "rate": float|null, "at_ns": int}`, `{"id": n, "cmd": "stats"}`, `{"id": n, "cmd": "stop"}`.
 From the child: `{"type": "listening", "port": int}` (a master, before its workers connect), `{"type": "ready"}`,
 `{"type": "reply", "id": n, "ok": bool, "result"|"error": ...}`, `{"type": "stats", ...LoadStats}` every second,
-and `{"type": "stopped", "reason": str, "result": {...totals}, "stats": {...}}` as its last line.
+`{"type": "failed", "error": str, "worker": str, "t_ns": int}` the moment a process's rows can no longer be
+written (it has stopped sending), and `{"type": "stopped", "reason": str, "result": {...totals}, "stats": {...}}` as
+its last line.
 Imports neither gevent nor Locust.
 """
 from __future__ import annotations
@@ -24,6 +26,7 @@ MSG_READY = "ready"
 MSG_REPLY = "reply"
 MSG_STATS = "stats"
 MSG_STOPPED = "stopped"
+MSG_FAILED = "failed"
 
 
 def encode(message: dict[str, Any]) -> bytes:

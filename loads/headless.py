@@ -53,6 +53,7 @@ class Controller:
         else:
             self.env.create_local_runner()
         self.plugin = LoadPlugin(self.env, self.spec, args.run_dir, args.run_id)
+        self.plugin.on_failure = lambda failure: self.emit({"type": control.MSG_FAILED, **failure})
         self.state = "ready"
         self._stopping = False
 

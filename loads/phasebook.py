@@ -35,5 +35,12 @@ class PhaseBook:
         """The phase current at wall-clock `ns`."""
         return self._names[bisect.bisect_right(self._starts, ns) - 1]
 
+    def starts(self) -> list[int]:
+        return list(self._starts)
+
+    def name(self, index: int) -> str | None:
+        """The phase that began at boundary `index` (-1: the one before the first boundary, i.e. the first)."""
+        return self._names[max(index, 0)]
+
     def boundaries(self) -> list[tuple[int, str | None]]:
         return list(zip(self._starts, self._names, strict=True))

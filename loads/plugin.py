@@ -33,6 +33,7 @@ MSG_PHASE_ACK = "rmq_phase_ack"
 MSG_DRAIN = "rmq_drain"
 MSG_DRAINED = "rmq_drained"
 MSG_BATCH = "rmq_batch"
+MSG_FAILED = "rmq_failed"
 LOCAL_WORKER = "w0"
 DRAIN_MARGIN_S = 10.0
 STRAGGLER_TIMEOUT_S = 1.0
@@ -54,6 +55,10 @@ class LoadPlugin:
         self._acks: dict[int, set[str]] = {}
         self._ids = itertools.count(1)
         self._changed = Event()
+        self.failure: dict[str, Any] | None = None
+        """The first process whose rows could not be written: `{"error", "worker", "t_ns"}`."""
+        self.on_failure: Any = None
+        """Called once with that dict (the controller tells the harness)."""
         events = environment.events
         if not environment.stop_timeout:
             # sends in flight are waited for in test_stopping (up to the drain timeout); this is only how long
@@ -71,6 +76,7 @@ class LoadPlugin:
             self.runner.register_message(MSG_BATCH, self._on_batch_msg)
             self.runner.register_message(MSG_PHASE_ACK, self._on_phase_ack)
             self.runner.register_message(MSG_DRAINED, self._on_drained)
+            self.runner.register_message(MSG_FAILED, lambda _env, msg: self._failed(msg.data))
 
     # --- processes that run users -----------------------------------------------------------------------------
 
@@ -86,7 +92,7 @@ class LoadPlugin:
         on_batch = self.tally.add if isinstance(self.runner, LocalRunner) else self._send_batch
         feed = LocustFeed(self.environment, {c.name: c.message_size for c in self.spec.clients})
         self.ctx = LoadContext(self.spec, self.run_dir, self.run_id, self.worker, on_batch=on_batch,
-                               on_rows=feed.digest)
+                               on_rows=feed.digest, on_failure=self._recorder_failed)
         attach_context(self.environment, self.ctx)
         for msg in self._pending_phases:
             self.ctx.set_phase(msg["name"], msg["rate"], msg["at_ns"])
@@ -106,6 +112,18 @@ class LoadPlugin:
     def _on_quit(self, **_: Any) -> None:
         if self.ctx is not None:
             self.ctx.close()
+
+    def _recorder_failed(self, error: str) -> None:
+        failure = {"error": error, "worker": self.worker, "t_ns": time.time_ns()}
+        if isinstance(self.runner, WorkerRunner):
+            self.runner.send_message(MSG_FAILED, failure)
+        self._failed(failure)
+
+    def _failed(self, failure: dict[str, Any]) -> None:
+        if self.failure is None:
+            self.failure = failure
+            if self.on_failure is not None:
+                self.on_failure(failure)
 
     def _send_batch(self, summary: BatchSummary) -> None:
         self.runner.send_message(MSG_BATCH, summary.to_json())
@@ -204,5 +222,7 @@ class LoadPlugin:
                 "parts": sum(t["parts"] for t in totals)}
 
     def stats(self, state: str = "running") -> dict[str, Any]:
-        snap = self.tally.snapshot(phase=self.phases.current, target_rate=self.target_rate, state=state)
+        failure = self.failure["error"] if self.failure else None
+        snap = self.tally.snapshot(phase=self.phases.current, target_rate=self.target_rate,
+                                   state="failed" if failure and state == "running" else state, failure=failure)
         return snap.to_json()

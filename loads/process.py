@@ -39,6 +39,7 @@ START_TIMEOUT_S = 90.0
 COMMAND_TIMEOUT_S = 15.0
 STOP_MARGIN_S = 30.0
 EXIT_TIMEOUT_S = 15.0
+WATCH_INTERVAL_S = 0.2
 LOG_SUBDIR = ("logs", "load")
 LISTEN_HOST = "127.0.0.1"
 
@@ -54,6 +55,18 @@ def default_workers() -> int:
     except (AttributeError, OSError):  # pragma: no cover - not Linux
         cores = os.cpu_count() or 1
     return cores // 2 if cores >= 4 else 0
+
+
+def exit_words(code: int | None) -> str:
+    """A return code as words: `exit 1`, `killed by SIGKILL`, `still running`."""
+    if code is None:
+        return "still running"
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit {code}"
 
 
 class LoadError(RuntimeError):
@@ -95,6 +108,11 @@ class LoadProcess:
         self._reader: threading.Thread | None = None
         self._write_lock = threading.Lock()
         self._view = None
+        self._stopping = False
+        self.failure: dict[str, Any] | None = None
+        """Set (`{"error", "worker", "t_ns"}`) the moment a load process says its rows can no longer be written."""
+        self.on_failure: Any = None
+        """Called once, in the reader thread, with that dict."""
 
     # --- lifecycle --------------------------------------------------------------------------------------------
 
@@ -140,6 +158,8 @@ class LoadProcess:
                                             "--master-pid", str(self.master.pid)], stdin=subprocess.DEVNULL,
                         stdout=None))
             self._wait_event(control.MSG_READY, deadline, "get ready")
+            if self.worker_procs:
+                threading.Thread(target=self._watch_workers, name="load-workers", daemon=True).start()
             result = self._command(control.CMD_START, phase=phase, at_ns=time.time_ns(),
                                    timeout_s=max(1.0, deadline - time.monotonic()))
         except BaseException:
@@ -175,6 +195,7 @@ class LoadProcess:
         if self.master is None:
             return {}
         if not self._finished:
+            self._stopping = True
             timeout_s = self.spec.drain_s + STOP_MARGIN_S if timeout_s is None else timeout_s
             stopped = self._events[control.MSG_STOPPED]
             if self.master.poll() is None and not stopped.is_set():
@@ -194,6 +215,7 @@ class LoadProcess:
 
     def kill(self) -> None:
         """Last resort: SIGKILL the children (rows not yet written are lost)."""
+        self._stopping = True
         for p in [self.master, *self.worker_procs]:
             if p is not None and p.poll() is None:
                 p.kill()
@@ -313,6 +335,11 @@ class LoadProcess:
                 self._events[kind].set()
             elif kind == control.MSG_READY:
                 self._events[kind].set()
+            elif kind == control.MSG_FAILED:
+                if self.failure is None:
+                    self.failure = {k: v for k, v in msg.items() if k != "type"}
+                    if self.on_failure is not None:
+                        self.on_failure(self.failure)
             elif kind == control.MSG_STOPPED:
                 self.result = {k: v for k, v in msg.items() if k != "type"}
                 self._stats = dict(msg.get("stats") or self._stats)
@@ -320,3 +347,29 @@ class LoadProcess:
         for box in list(self._replies.values()):  # the child is gone: nobody will answer
             if box.empty():
                 box.put_nowait(None)
+        if not self._events[control.MSG_STOPPED].is_set():
+            self._lost(self.master)
+
+    def _watch_workers(self) -> None:
+        """A worker process that ends before the load stopped is a loss the run must hear of within a second."""
+        while not self._events[control.MSG_STOPPED].is_set() and not self._finished:
+            for p in self.worker_procs:
+                if p.poll() is not None:
+                    self._lost(p)
+                    return
+            time.sleep(WATCH_INTERVAL_S)
+
+    def _lost(self, proc: subprocess.Popen | None) -> None:
+        """A load process ended without its stop report: its unwritten rows are lost."""
+        if proc is None or self.failure is not None or self._stopping:
+            return
+        try:
+            code = proc.wait(WATCH_INTERVAL_S * 5)
+        except subprocess.TimeoutExpired:
+            code = None
+        self.failure = {"error": f"load process {proc.pid} ended without writing its last rows "
+                                 f"({exit_words(code)}); see {self.log_dir}",
+                        "worker": "master" if proc is self.master else f"pid {proc.pid}", "t_ns": time.time_ns(),
+                        "lost": True}
+        if self.on_failure is not None:
+            self.on_failure(self.failure)

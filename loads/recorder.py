@@ -8,7 +8,11 @@ a greenlet that hands the Arrow conversion and the file write to a native thread
 keeps serving sends meanwhile); without gevent it is a plain thread. The phase of a row is looked up by its
 intended time when the batch is written (see `PhaseBook`). Every written batch also yields a `BatchSummary` for the
 progress figures. `on_rows` (Locust's statistics, `loads.locust_feed`) gets every row once, in the writer's thread,
-when a batch takes it (also a row held back for the next batch).
+when a batch takes it (also a row held back for the next batch). With `drops`, each batch also writes the open-model
+slots dropped since the last one (`schedule/part-*.parquet`, `loads.keeper`).
+
+A batch that cannot be written (ENOSPC, EIO, EROFS, ...) keeps its rows in the buffer and calls `on_failure` once
+with one line (`no space left on device writing request rows to <dir>`); the writer stops trying.
 """
 from __future__ import annotations
 
@@ -24,7 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from analysis.contract import PART_NAME_RE, REQUEST_SCHEMA, write_part
+from analysis.contract import PART_NAME_RE, REQUEST_SCHEMA, SCHEDULE_SCHEMA, write_part
 from loads.histogram import LogHistogram
 from loads.phasebook import PhaseBook
 from loads.tally import BatchSummary
@@ -42,6 +46,12 @@ INTENDED = FIELDS.index("intended_ns")
 CHUNK_ROWS = 1000
 PHASE_GRACE_NS = 200_000_000
 """Rows this recent (by intended time) wait for the next batch: a phase change may still be on its way."""
+
+
+def write_error(err: BaseException, what: str, where: str | Path) -> str:
+    """One line for a failed write: `no space left on device writing request rows to <dir>`."""
+    reason = (err.strerror or str(err)) if isinstance(err, OSError) else f"{type(err).__name__}: {err}"
+    return f"{reason[:1].lower()}{reason[1:]} writing {what} to {where}"
 
 
 def harness_key(run_id: str, worker: str, seq: int | str) -> str:
@@ -79,15 +89,22 @@ class RequestRecorder:
 
     def __init__(self, requests_dir: str | Path, run_id: str, worker: str, topic: str, phases: PhaseBook,
                  interval_s: float = 1.0, on_batch: Callable[[BatchSummary], None] | None = None,
-                 gauges: Callable[[], tuple[int, int]] | None = None,
-                 on_rows: Callable[[list[tuple]], Callable[[], None] | None] | None = None) -> None:
+                 gauges: Callable[[], dict[str, float | int]] | None = None,
+                 on_rows: Callable[[list[tuple]], Callable[[], None] | None] | None = None,
+                 drops: Callable[[], list[dict]] | None = None, schedule_dir: str | Path | None = None,
+                 on_failure: Callable[[str], None] | None = None) -> None:
         self.directory = Path(requests_dir)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.run_id, self.worker, self.topic = run_id, worker, topic
         self.phases = phases
         self.interval_s = interval_s
         self.on_batch = on_batch
-        self.gauges = gauges or (lambda: (0, 0))
+        self.gauges = gauges or (lambda: {})
+        self.drops = drops
+        self.schedule_dir = Path(schedule_dir) if schedule_dir is not None else None
+        self.on_failure = on_failure
+        self.failure: str | None = None
+        self._pending_drops: list[dict] = []
         self.rows_written = 0
         self.parts: list[Path] = []
         self.on_rows = on_rows
@@ -138,23 +155,36 @@ class RequestRecorder:
         while not self._stop.wait(self.interval_s):
             try:
                 self.flush()
-            except Exception:  # keep writing later batches; the rows of this one are still in the buffer
-                log.exception("writing request rows failed")
+            except Exception as err:  # the rows of this batch stay in the buffer; the load is told and stops
+                self._failed(err)
+                return
+
+    def _failed(self, err: BaseException) -> None:
+        if self.failure is None:
+            self.failure = write_error(err, "request rows", self.directory)
+            log.error("%s", self.failure, exc_info=err)
+            if self.on_failure is not None:
+                self.on_failure(self.failure)
 
     def close(self) -> BatchSummary | None:
-        """Stop the background writer and write every buffered row. Idempotent."""
+        """Stop the background writer and write every buffered row. Idempotent. A last batch that cannot be written
+        is reported (`on_failure`) and its rows counted as unwritten (`buffered`), not raised."""
         self._stop.set()
         runner, self._runner = self._runner, None
         if runner is not None and runner is not _current():
             runner.join(timeout=30)
-        return self.flush(final=True)
+        try:
+            return self.flush(final=True)
+        except Exception as err:  # noqa: BLE001 - said once through on_failure; the rows stay counted as unwritten
+            self._failed(err)
+            return None
 
     # --- writing ----------------------------------------------------------------------------------------------
 
     def flush(self, final: bool = False) -> BatchSummary | None:
         """Write the buffered rows as one part now (in a native thread under gevent). Unless `final`, rows intended
         less than `PHASE_GRACE_NS` ago wait for the next batch, so a phase change that is still on its way to this
-        worker labels them. Returns what was written."""
+        worker labels them. Then the dropped slots counted since the last batch. Returns what was written."""
         with self._lock:
             rows, self._rows = self._rows, []
             given, self._given = self._given, 0
@@ -164,7 +194,7 @@ class RequestRecorder:
                     given = len(rows)
                 now = time.time_ns()
                 since, self._since_ns = self._since_ns, now
-                fired, in_flight = self.gauges()
+                gauges = self.gauges()
                 phases = self.phases.snapshot()
                 cutoff = None if final else now - PHASE_GRACE_NS
                 summary, held = self._in_writer_thread(self._write, rows, phases, since, now, cutoff)
@@ -175,11 +205,26 @@ class RequestRecorder:
             if held:
                 self._rows[:0] = held
                 self._given = len(held)
-            summary.fired, summary.in_flight = fired, in_flight
+            for name, value in gauges.items():
+                setattr(summary, name, value)
             summary.parts, summary.rows_written = len(self.parts), self.rows_written
+            self._write_drops(now)
         if self.on_batch is not None:
             self.on_batch(summary)
         return summary
+
+    def _write_drops(self, now_ns: int) -> None:
+        """The dropped-slot counts taken since the last batch, as one schedule part (kept for the next batch when
+        the write fails)."""
+        if self.drops is None or self.schedule_dir is None:
+            return
+        self._pending_drops.extend(self.drops())
+        if not self._pending_drops:
+            return
+        base = {"run_id": self.run_id, "worker": self.worker, "ts_ns": now_ns}
+        rows = [{**base, **d} for d in self._pending_drops]
+        self._in_writer_thread(write_part, rows, self.schedule_dir, self.worker, SCHEDULE_SCHEMA)
+        self._pending_drops.clear()
 
     def _in_writer_thread(self, fn: Callable, *args):
         """`fn(*args)` in a native thread of the hub's pool under gevent (the event loop keeps serving), else here."""

@@ -14,6 +14,7 @@ Example::
 """
 from __future__ import annotations
 
+import bisect
 import math
 from collections import deque
 
@@ -77,6 +78,29 @@ class OpenSchedule:
         self.taken += 1
         return due
 
+    def take_before(self, limit_ns: int) -> list[tuple[int, float, int, int]]:
+        """Take every slot due before `limit_ns` at once (never sent: dropped by the caller); returns the runs they
+        came from as `(anchor, period, k_from, k_to)`: slot k is due at `anchor + round(k * period)`."""
+        taken = []
+        while self._owed:
+            anchor, period, k, k_end = self._owed[0]
+            k_stop = min(k_end, _first_at_or_after(anchor, period, limit_ns))
+            if k_stop <= k:
+                return taken
+            taken.append((anchor, period, k, k_stop))
+            self.taken += k_stop - k
+            if k_stop < k_end:
+                self._owed[0][2] = k_stop
+                return taken
+            self._owed.popleft()
+        if self._period != math.inf:
+            k_stop = _first_at_or_after(self._anchor, self._period, limit_ns)
+            if k_stop > self._k:
+                taken.append((self._anchor, self._period, self._k, k_stop))
+                self.taken += k_stop - self._k
+                self._k = k_stop
+        return taken
+
     def owed(self, now_ns: int) -> int:
         """How many slots are due at `now_ns` and not taken yet (the user's backlog)."""
         n = sum(int(run[3] - run[2]) for run in self._owed)
@@ -91,3 +115,27 @@ class OpenSchedule:
             if k_end > self._k:
                 self._owed.append([self._anchor, self._period, self._k, k_end])
         self._start_run(rate_per_user, at_ns)
+
+
+def _first_at_or_after(anchor: int, period: float, t_ns: int) -> int:
+    """The first k with `anchor + round(k * period) >= t_ns` (k >= 0)."""
+    if t_ns <= anchor:
+        return 0
+    k = max(0, math.floor((t_ns - anchor) / period) - 1)
+    while anchor + round(k * period) < t_ns:
+        k += 1
+    return k
+
+
+def split_by(run: tuple[int, float, int, int], starts: list[int]) -> list[tuple[int, int, int, int]]:
+    """A run of slots `(anchor, period, k_from, k_to)` cut at the boundary times `starts` (ascending): per piece
+    `(index of the boundary it lies after (-1: before the first), count, first_ns, last_ns)`."""
+    anchor, period, k0, k1 = run
+    pieces = []
+    while k0 < k1:
+        first = anchor + round(k0 * period)
+        i = bisect.bisect_right(starts, first) - 1
+        k_end = k1 if i + 1 >= len(starts) else min(k1, _first_at_or_after(anchor, period, starts[i + 1]))
+        pieces.append((i, k_end - k0, first, anchor + round((k_end - 1) * period)))
+        k0 = k_end
+    return pieces

@@ -31,6 +31,8 @@ MODELS = ("open", "closed")
 DEFAULT_OPEN_USERS = 64
 DEFAULT_CLOSED_USERS = 64
 DEFAULT_DRAIN_MARGIN_S = 5.0
+DEFAULT_MAX_LAG_S = 1.0
+"""Open model: a slot not started within this long of its intended time is dropped (counted, never sent)."""
 MAX_MESSAGE_SIZE = 4 * 1024 * 1024  # the broker's default maxMessageSize
 NAME_PATTERN = r"^[A-Za-z0-9_.-]{1,64}$"
 ENV_PREFIX = "RMQ_LOAD_"
@@ -71,6 +73,12 @@ class ClientSpec(BaseModel):
     rate: float | None = Field(default=None, ge=0, description="own sends/s (open), not following the load's rate")
     users: int | None = Field(default=None, ge=1, description="own users: the senders of a closed client, the "
                                                                "concurrency of an open one")
+    max_users: int | None = Field(default=None, ge=1, description="open: the most sends in flight at once; "
+                                                                   "spare senders start when every user is busy "
+                                                                   "and a slot is due (default: users)")
+    max_lag_s: float | None = Field(default=None, gt=0, description="open: a slot not started within this long "
+                                                                     "of its intended time is dropped (default: "
+                                                                     "the load's max_lag_s)")
     think_time_s: float | None = Field(default=None, ge=0, description="closed: pause after each send")
     message_size: int = Field(default=128, ge=1, le=MAX_MESSAGE_SIZE, description="body bytes")
     tags: str | None = Field(default=None, description="TAGS property")
@@ -118,6 +126,8 @@ class LoadSpec(BaseModel):
     rate: float | None = Field(default=None, ge=0, description="open: sends/s of the whole test, all workers")
     users: int | None = Field(default=None, ge=1, description="users of the whole test (default 64)")
     think_time_s: float = Field(default=0.0, ge=0, description="closed: pause after each send")
+    max_lag_s: float = Field(default=DEFAULT_MAX_LAG_S, gt=0, description="open: a slot not started within this "
+                                                                           "long of its intended time is dropped")
     clients: list[ClientSpec] = Field(default_factory=lambda: [ClientSpec(name="flood")], min_length=1)
     phases: list[PhaseSpec] = Field(default_factory=list)
     initial_phase: str | None = Field(default=None, description="phase of requests before the first set_phase; "
@@ -147,6 +157,13 @@ class LoadSpec(BaseModel):
                 raise ValueError(f"clients.{c.name}.instance: instance {c.instance_name!r} is shared by clients of "
                                  f"profiles {profiles[c.instance_name]} and {c.profile}; allowed: one profile per "
                                  "instance (one client config per MQClientInstance)")
+        for c in self.clients:
+            if c.max_users is not None and self.model_of(c) == "closed":
+                raise ValueError(f"clients.{c.name}.max_users: a closed client has exactly its users; allowed: "
+                                 "max_users on an open client")
+            if c.max_users is not None and c.users is not None and c.max_users < c.users:
+                raise ValueError(f"clients.{c.name}.max_users: {c.max_users} is fewer than its users ({c.users}); "
+                                 f"allowed: {c.users} or more")
         total = sum(c.share or 0.0 for c in self.clients)
         if total > 1.0 + 1e-9:
             raise ValueError(f"clients: shares add up to {total:g}, more than 1")
@@ -216,11 +233,12 @@ class LoadSpec(BaseModel):
                 else:
                     r = (total_rate or 0.0) * share
                 users = c.users or max(1, math.ceil((self.users or DEFAULT_OPEN_USERS) * (share or 1.0)))
-                out[c.name] = ClientPlan(c.name, "open", users, r, 0.0)
+                out[c.name] = ClientPlan(c.name, "open", users, r, 0.0, max(users, c.max_users or users),
+                                         c.max_lag_s or self.max_lag_s)
             else:
                 users = c.users or max(1, round((self.users or DEFAULT_CLOSED_USERS) * share))
                 think = self.think_time_s if c.think_time_s is None else c.think_time_s
-                out[c.name] = ClientPlan(c.name, "closed", users, None, think)
+                out[c.name] = ClientPlan(c.name, "closed", users, None, think, users, None)
         return out
 
     def to_file(self, path: str | os.PathLike[str]) -> Path:
@@ -238,10 +256,18 @@ class ClientPlan:
     users: int
     rate: float | None
     think_time_s: float
+    max_users: int
+    """open: the most sends in flight at once over all workers (users plus spare senders)"""
+    max_lag_s: float | None
+    """open: how late a slot may start before it is dropped"""
 
     @property
     def rate_per_user(self) -> float:
         return (self.rate or 0.0) / self.users
+
+    def spares_for(self, local_users: int) -> int:
+        """Spare senders one process may start for its `local_users` users (its share of max_users - users)."""
+        return math.ceil(local_users * self.max_users / self.users) - local_users
 
 
 def validation_line(source: str, err: ValidationError) -> str:

@@ -33,6 +33,12 @@ class BatchSummary:
     in_flight: int = 0
     parts: int = 0
     rows_written: int = 0
+    dropped: int = 0
+    """open-model slots dropped late so far by this worker (not started within the max lag)"""
+    lag_ms: float = 0.0
+    """how late the oldest slot still owed by a busy user was (open model)"""
+    spares: int = 0
+    """spare senders running (open model)"""
 
     def to_json(self) -> dict[str, Any]:
         doc = asdict(self)
@@ -66,6 +72,13 @@ class LoadStats:
     p99_ms: float | None = None
     max_ms: float | None = None
     lag_p99_ms: float | None = None
+    dropped: int = 0
+    """open-model slots dropped so far: not started within the max lag of their intended time"""
+    lag_ms: float = 0.0
+    """how late the oldest slot still owed was, at the workers' latest batches"""
+    spares: int = 0
+    failure: str | None = None
+    """why the load stopped sending on its own (its rows could not be written), else None"""
     window_s: float = WINDOW_S
 
     def to_json(self) -> dict[str, Any]:
@@ -128,6 +141,9 @@ class Tally:
             p99_ms=latency.quantile(0.99),
             max_ms=latency.max_ms if latency.total else None,
             lag_p99_ms=lag.quantile(0.99),
+            dropped=sum(b.dropped for b in latest),
+            lag_ms=max((b.lag_ms for b in latest), default=0.0),
+            spares=sum(b.spares for b in latest),
             window_s=self.window_ns / NS_PER_S,
             **extra,
         )

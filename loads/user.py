@@ -4,7 +4,9 @@ closed-model user without think time sends again at once within its task while L
 
 Open model: the user keeps its `OpenSchedule`; Locust's wait sleeps most of the way to the next slot (interruptible
 by a stop), the precise alarm the rest, and the send's latency counts from the slot's intended start, however late
-the send really started. Closed model: send, think, send again; the intended start is the actual start.
+the send really started. While the user is busy in a send, the process's `ScheduleKeeper` hands its due slots to
+spare senders (up to the client's `max_users`) and drops the slots that could not start within `max_lag_s`.
+Closed model: send, think, send again; the intended start is the actual start.
 
 Every send becomes one request row, including a send abandoned by a forced stop (recorded as `MQClientException`).
 Locust's own statistics are made from the rows in batches (`loads.locust_feed`: `SEND_OK` a success, anything else
@@ -87,24 +89,36 @@ class RocketMQUser(User):
         ctx = self.ctx
         if ctx.draining:
             raise StopUser()
-        if self.open:
-            while True:
-                due = self.schedule.due_ns
-                if due is None or due - time.time_ns() > ALARM_LEAD_NS:
-                    return True  # woke for a rate change or a capped wait: not this slot's time yet
-                ctx.alarm.sleep_until(due)
-                if ctx.draining:
-                    raise StopUser()
-                if self.schedule.due_ns == due:
-                    break  # else the rate changed while sleeping: look again
-            intended = self.schedule.advance()
+        if not self.open:
+            return self.send_slot(None)
+        while True:
+            ctx.keeper.drop_stale(self.client_name, self.schedule, time.time_ns())
+            due = self.schedule.due_ns
+            if due is None or due - time.time_ns() > ALARM_LEAD_NS:
+                return True  # woke for a rate change or a capped wait: not this slot's time yet
+            ctx.alarm.sleep_until(due)
+            if ctx.draining:
+                raise StopUser()
+            if self.schedule.due_ns == due:
+                break  # else the rate changed (or the keeper took the slot) while sleeping: look again
+        intended = self.schedule.advance()
+        ctx.keeper.busy(self)
+        try:
+            return self.send_slot(intended)
+        finally:
+            ctx.keeper.idle(self)
+
+    def send_slot(self, intended: int | None) -> bool:
+        """Send one message for a slot intended at `intended` (None: closed model, the actual start) and record it;
+        whether it ended in SEND_OK. Spare senders of the keeper call it too, for slots this user could not take."""
+        ctx = self.ctx
         seq = ctx.next_seq()
         key = ctx.key_prefix + str(seq)
         message = self.messages.make(key)
         ctx.fired += 1
         ctx.in_flight += 1
         start = time.time_ns()
-        if not self.open:
+        if intended is None:
             intended = start
         result = error = None
         try:

@@ -14,6 +14,7 @@ REQUESTS_DIR = "requests"
 METRICS_DIR = "metrics"
 READBACK_DIR = "readback"
 CONSUMES_DIR = "consumes"
+SCHEDULE_DIR = "schedule"  # open-model slots dropped: schedule/part-*.parquet
 CONSUMER_LAG_DIR = "lag"  # inside METRICS_DIR: metrics/lag/part-*.parquet
 READBACK_QUEUES_FILE = "queues.json"  # in READBACK_DIR: how far each (node, queue) was read back
 LOGS_DIR = "logs"
@@ -72,6 +73,10 @@ class RunLayout:
     @property
     def consumes(self) -> Path:
         return self.root / CONSUMES_DIR
+
+    @property
+    def schedule(self) -> Path:
+        return self.root / SCHEDULE_DIR
 
     @property
     def consumer_lag(self) -> Path:

@@ -1,5 +1,5 @@
-"""The Parquet schemas of a run directory (architecture §5): request, metrics, read-back, consume and consumer lag
-rows."""
+"""The Parquet schemas of a run directory (architecture §5): request, schedule, metrics, read-back, consume and
+consumer lag rows."""
 from __future__ import annotations
 
 import pyarrow as pa
@@ -29,6 +29,23 @@ REQUEST_SCHEMA = pa.schema(
     ]
 )
 """One row per send. Clock: wall ns of the machine that sent (`time.time_ns()`)."""
+
+SCHEDULE_SCHEMA = pa.schema(
+    [
+        pa.field("run_id", pa.string(), nullable=False),
+        pa.field("worker", pa.string(), nullable=False),
+        pa.field("client", pa.string(), nullable=False),
+        pa.field("phase", pa.string()),  # of the slots' intended time
+        pa.field("reason", pa.string(), nullable=False),  # late | stopped
+        pa.field("ts_ns", pa.int64(), nullable=False),  # when the count was written
+        pa.field("dropped", pa.int64(), nullable=False),
+        pa.field("first_intended_ns", pa.int64(), nullable=False),
+        pa.field("last_intended_ns", pa.int64(), nullable=False),
+    ]
+)
+"""Open-model slots the load did not send, counted per batch: `late` (not started within the client's max lag of
+the intended time: the load did not keep its schedule) or `stopped` (due when the load stopped, still on time)."""
+SCHEDULE_REASONS = ("late", "stopped")
 
 METRICS_SCHEMA = pa.schema(
     [
