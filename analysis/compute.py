@@ -19,11 +19,11 @@ from analysis import contract as c
 from analysis import stats
 from analysis.consume_measures import RunConsume, measure_consumer, run_consume
 from analysis.consume_stats import consume_results
-from analysis.expectations import CONSUMER_METRICS, PAGECACHE_METRICS
+from analysis.expectations import CONSUMER_LOSS_METRICS, CONSUMER_METRICS, PAGECACHE_METRICS
 from analysis.fault_timing import FaultSpec
 from analysis.frames import Frames, enrich_requests, load_frames
 from analysis.loss import LossCheck, key_flags, loss_checks
-from analysis.measures import measure
+from analysis.measures import Measurement, measure
 from analysis.rundir import RunDir
 from analysis.timeline import NS
 from analysis.verdict import RunVerdict, judge
@@ -107,7 +107,7 @@ def _compute(spark: SparkSession, runs: Sequence[RunDir], frames: Frames, enrich
         loss = loss_checks(kf, readback_runs, totals, ids, coverage)
         step("fault timings and expectations")
         specs = [FaultSpec((r.run_id, f.fault_id), r.run_id, f) for r in runs for f in r.timeline.faults]
-        measured, timings = measure(enriched, kf, runs, t0, loss, specs)
+        measured, timings, deliveries = measure(enriched, kf, runs, t0, loss, specs)
     finally:
         if kf is not None:
             kf.release()
@@ -121,7 +121,12 @@ def _compute(spark: SparkSession, runs: Sequence[RunDir], frames: Frames, enrich
         consume[run.run_id] = rc
         for i, e in enumerate(run.expectations):
             if e.metric in CONSUMER_METRICS + PAGECACHE_METRICS:
-                measured[(run.run_id, i)] = measure_consumer(e, run, rc)
+                m = measure_consumer(e, run, rc)
+                gaps = deliveries[run.run_id]
+                gap = gaps.gaps.get(e.phase) if e.phase is not None else gaps.first_gap()
+                if gap is not None and m.value is not None and e.metric not in CONSUMER_LOSS_METRICS:
+                    m = Measurement(None, gap)
+                measured[(run.run_id, i)] = m
 
     results = []
     for run in runs:
@@ -129,7 +134,8 @@ def _compute(spark: SparkSession, runs: Sequence[RunDir], frames: Frames, enrich
         rc = consume[rid]
         shown = rc if (rc.has_consumes or rc.has_lag or rc.pagecache) else None
         rows = totals.get(rid, {}).get("attempted", 0)
-        warnings = list(run.warnings) + cres.warnings.get(rid, [])
+        warnings = list(run.warnings) + cres.warnings.get(rid, []) + [
+            f"phase {phase}: {why}: its expectations are unknown" for phase, why in deliveries[rid].gaps.items()]
         if run.parts["requests"] and rows == 0:
             warnings.append(f"requests/: no row has run_id {rid!r}: the parts belong to another run")
         incomplete = None
@@ -150,7 +156,9 @@ def _compute(spark: SparkSession, runs: Sequence[RunDir], frames: Frames, enrich
             loss=loss[rid], faults=faults, verdict=verdict, warnings=warnings, consume=shown,
         ))
         verdict.extra = {"loss": loss[rid].to_json(), "faults": faults, "warnings": warnings,
-                         "run_status": run.timeline.status}
+                         "run_status": run.timeline.status,
+                         "schedule": {"dropped": deliveries[rid].dropped, "gaps": deliveries[rid].gaps,
+                                      "rows_whole": deliveries[rid].rows_whole}}
         if shown is not None:
             verdict.extra["consumers"] = shown.to_json()
     return results

@@ -3,12 +3,16 @@
 A measurement is a number, `inf` (the awaited thing never happened), or unknown (`value=None`) with a note
 saying why it cannot be measured from this run directory (interrupted run, no read-back, fault never verified...).
 Rules (architecture §6 and §8):
-- `count` and `rate` need every row of their window: unknown when request parts were skipped, when the phase
-  (or, without a phase, the run) did not complete, or when the window's times are not in events.jsonl.
-- `share` and latency percentiles are measured over the rows there are; unknown when no row matches.
+- every row metric (`count`, `rate`, `share`, latencies) needs its window delivered and whole (`analysis.delivery`):
+  unknown when the phase (or, without a phase, any phase of the run) did not finish, the load did not keep its
+  schedule in it, it had no sends, or the harness failed while its rows were being written; `count` and `rate`
+  also when request parts were skipped, or when the window's times are not in events.jsonl. `share` and latency
+  percentiles are measured over the rows there are; unknown when no row matches.
 - loss metrics need a complete read-back (`not_on_slave`, `unseen_slave` also the slave's); `unexpected` also
   every request part. A node of which no queue could be read counts as not read; one read in part gives a value
-  over what was read, with a note naming the queues it could not see (`LossCheck.metric_note`).
+  over what was read, with a note naming the queues it could not see (`LossCheck.metric_note`). When not every
+  send has its request row (skipped parts, a load that died), a loss count is a lower bound: it can break a `max`,
+  never prove one held. Loss metrics do not depend on the schedule: they judge the acknowledged sends there were.
 - fault metrics need the fault's verify (first error) or revert (recovery); `inf` in an incomplete run is unknown.
 """
 from __future__ import annotations
@@ -21,6 +25,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from analysis import contract as c
+from analysis.delivery import Delivery, delivery
 from analysis.expectations import (
     CONSUMER_METRICS,
     FAULT_METRICS,
@@ -44,6 +49,7 @@ class Measurement:
     value: float | None  # None = unknown; math.inf = never happened
     note: str | None = None
     rows: int | None = None  # rows that matched the filters (row metrics)
+    lower_bound: bool = False  # the true value is at least `value` (rows are missing)
 
 
 @dataclass
@@ -56,11 +62,13 @@ class Window:
     end_ns: int | None
     complete: bool
     why_incomplete: str | None
+    gap: str | None = None  # the window's phase (or a phase of the run) was not delivered: every metric unknown
 
 
-def window(e: Expectation, run: RunDir, t0_ns: int | None) -> Window:
+def window(e: Expectation, run: RunDir, t0_ns: int | None, gaps: Delivery | None = None) -> Window:
     """The Spark conditions of an expectation's filters for one run, and whether its rows are all there."""
     tl = run.timeline
+    gaps = gaps or Delivery()
     base = F.col("run_id") == F.lit(run.run_id)
     if e.client is not None:
         base = base & (F.col("client") == F.lit(e.client))
@@ -90,6 +98,7 @@ def window(e: Expectation, run: RunDir, t0_ns: int | None) -> Window:
             end = stop if end is None else min(end, stop)
     if not run.requests_complete:
         complete, why = False, "request part files were skipped (truncated)"
+    gap = gaps.gaps.get(e.phase) if e.phase is not None else gaps.first_gap()
     cond = base
     if e.outcome is not None:
         cond = cond & (F.col("outcome") == F.lit(e.outcome))
@@ -97,7 +106,7 @@ def window(e: Expectation, run: RunDir, t0_ns: int | None) -> Window:
         cond = cond & (F.col("response_code") == F.lit(e.response_code))
     if e.remark_contains is not None:
         cond = cond & F.col("remark").contains(F.lit(e.remark_contains))
-    return Window(cond, base, start, end, complete, why)
+    return Window(cond, base, start, end, complete, why, gap)
 
 
 def _aggregates(e: Expectation, w: Window, tag: str) -> list[Column]:
@@ -111,10 +120,21 @@ def _aggregates(e: Expectation, w: Window, tag: str) -> list[Column]:
     return [n]
 
 
-def _row_value(e: Expectation, w: Window, row: dict, tag: str, loss: LossCheck) -> Measurement:
+def _lower_bound(m: Measurement, rows_note: str | None) -> Measurement:
+    """A loss count over rows some of which are missing: at least this many."""
+    if rows_note is None or m.value is None:
+        return m
+    note = f"a lower bound: {rows_note}" + (f"; {m.note}" if m.note else "")
+    return Measurement(m.value, note, m.rows, lower_bound=True)
+
+
+def _row_value(e: Expectation, w: Window, row: dict, tag: str, loss: LossCheck,
+               rows_note: str | None = None) -> Measurement:
     n = int(row.get(f"{tag}_n") or 0)
     if (e.after_s is not None or e.before_s is not None) and w.start_ns is None:
         return Measurement(None, w.why_incomplete, 0)
+    if w.gap is not None and e.metric not in ROW_LOSS_METRICS:
+        return Measurement(None, w.gap, n)
     if e.metric in ("count", "rate") and not w.complete:
         return Measurement(None, f"not every row is there: {w.why_incomplete}", n)
     if e.metric == "count":
@@ -132,7 +152,7 @@ def _row_value(e: Expectation, w: Window, row: dict, tag: str, loss: LossCheck) 
     # loss metrics over filtered rows
     if not loss.measured or (e.metric in SLAVE_METRICS and not loss.slave_read):
         return Measurement(None, loss.note, n)
-    return Measurement(float(row.get(f"{tag}_v") or 0), loss.metric_note(e.metric), n)
+    return _lower_bound(Measurement(float(row.get(f"{tag}_v") or 0), loss.metric_note(e.metric), n), rows_note)
 
 
 def _latency_percentiles(df: DataFrame, items: list[tuple[str, Expectation, Window]]) -> dict[str, float]:
@@ -165,14 +185,19 @@ def _fault_rows(e: Expectation) -> tuple[Column | None, Column | None]:
 
 def measure(enriched: DataFrame, kf: KeyFlags | None, runs: Sequence[RunDir], t0: dict[str, int | None],
             loss: dict[str, LossCheck], report_specs: Sequence[FaultSpec] = ()
-            ) -> tuple[dict[tuple[str, int], Measurement], dict[Hashable, FaultTiming]]:
-    """Measure every expectation of every run (keys: (run_id, index in the run's `expect` list)), and the fault
-    timings of `report_specs` on the way.
+            ) -> tuple[dict[tuple[str, int], Measurement], dict[Hashable, FaultTiming], dict[str, Delivery]]:
+    """Measure every expectation of every run (keys: (run_id, index in the run's `expect` list)), the fault
+    timings of `report_specs` and each run's delivery (`analysis.delivery`) on the way.
 
     One aggregation over the request rows (joined with the loss flags only when a loss metric has filters)
-    carries every row metric and every first error; latency percentiles take one more scan, recoveries one more."""
+    carries every row metric, every first error and the rows per phase; latency percentiles take one more scan,
+    recoveries one more."""
     out: dict[tuple[str, int], Measurement] = {}
-    exprs: list[Column] = []
+    loss_later: list[tuple[tuple[str, int], Expectation, RunDir]] = []
+    phase_counts = {(r_i, p.name): F.sum(((F.col("run_id") == F.lit(run.run_id)) & (F.col("phase") == F.lit(p.name)))
+                                         .cast("long")).alias(f"ph{r_i}x{j}")
+                    for r_i, run in enumerate(runs) for j, p in enumerate(run.timeline.phases)}
+    exprs: list[Column] = list(phase_counts.values())
     rows_needed: list[tuple[RunDir, int, Expectation, Window, str]] = []
     specs: list[FaultSpec] = list(report_specs)
     joined = False
@@ -182,7 +207,7 @@ def measure(enriched: DataFrame, kf: KeyFlags | None, runs: Sequence[RunDir], t0
             if e.metric in CONSUMER_METRICS + PAGECACHE_METRICS:
                 continue  # analysis.consume_measures
             if e.metric in LOSS_METRICS and not e.filters:
-                out[key] = _loss_value(e, run, loss[run.run_id])
+                loss_later.append((key, e, run))
             elif e.metric in FAULT_METRICS:
                 fw = run.timeline.fault(e.fault or "")
                 if fw is None:
@@ -202,10 +227,18 @@ def measure(enriched: DataFrame, kf: KeyFlags | None, runs: Sequence[RunDir], t0
     if exprs:
         row = rows_df.agg(*exprs).first()
         values = row.asDict() if row is not None else {}
+    deliveries = {run.run_id: delivery(run, {p.name: int(values.get(f"ph{r_i}x{j}") or 0)
+                                             for j, p in enumerate(run.timeline.phases)})
+                  for r_i, run in enumerate(runs)}
+    for run, _, e, w, _ in rows_needed:
+        gaps = deliveries[run.run_id]
+        w.gap = gaps.gaps.get(e.phase) if e.phase is not None else gaps.first_gap()
     values.update({f"{tag}_v": v for tag, v in _latency_percentiles(
         rows_df, [(tag, e, w) for _, _, e, w, tag in rows_needed if e.metric in LATENCY_METRICS]).items()})
     for run, i, e, w, tag in rows_needed:
-        out[(run.run_id, i)] = _row_value(e, w, values, tag, loss[run.run_id])
+        out[(run.run_id, i)] = _row_value(e, w, values, tag, loss[run.run_id], deliveries[run.run_id].rows_note)
+    for key, e, run in loss_later:
+        out[key] = _lower_bound(_loss_value(e, run, loss[run.run_id]), deliveries[run.run_id].rows_note)
     timings = fault_timings(enriched, specs, first_errors=values)
     by_run = {r.run_id: r for r in runs}
     for key, t in timings.items():
@@ -213,7 +246,15 @@ def measure(enriched: DataFrame, kf: KeyFlags | None, runs: Sequence[RunDir], t0
             run = by_run[key[1]]
             out[(key[1], key[2])] = _fault_value(run.expectations[key[2]], run, t.fault_to_first_error_s,
                                                  t.recovery_s, t.first_error_outcome)
-    return out, timings
+    for key, m in out.items():  # a fault's timing in a phase that was not delivered is the harness's, not the broker's
+        run = by_run[key[0]]
+        e = run.expectations[key[1]]
+        fw = run.timeline.fault(e.fault or "") if e.metric in FAULT_METRICS else None
+        if fw is not None and m.value is not None:
+            gap = deliveries[run.run_id].gap_between(run.timeline, fw.shade_start_ns, fw.reverted_ns)
+            if gap is not None:
+                out[key] = Measurement(None, gap)
+    return out, timings, deliveries
 
 
 def _fault_value(e: Expectation, run: RunDir, first: float | None, recovery: float | None,

@@ -23,6 +23,7 @@ import yaml
 from analysis import contract as c
 from analysis.boundedyaml import YamlLimit, read_capped, safe_load_bounded
 from analysis.coverage import Coverage, describe_unread
+from analysis.delivery import read_drops
 from analysis.errors import RunDirError
 from analysis.expectations import Expectation, parse_expectations
 from analysis.pagecache import NodeLog, read_run_logs
@@ -53,6 +54,8 @@ class RunDir:
     coverage: Coverage = field(default_factory=Coverage)  # readback/queues.json (absent: every queue read)
     pagecache: list[NodeLog] = field(default_factory=list)  # [PAGECACHERT] lines of each node's store.log
     consumer_groups: list[str] = field(default_factory=list)  # scenario consumers: group names (may be empty)
+    open_load: bool = False  # an open-model client runs (a phase without sends then was not delivered)
+    drops: dict[str, int] = field(default_factory=dict)  # phase -> open-model slots dropped late (schedule/)
 
     @property
     def has_consumes(self) -> bool:
@@ -88,7 +91,7 @@ LAG_PARTS = f"{c.METRICS_DIR}/{c.CONSUMER_LAG_DIR}"
 """The key of the consumer lag parts in `RunDir.parts` (its directory relative to the run directory)."""
 
 SCHEMAS = {c.REQUESTS_DIR: c.REQUEST_SCHEMA, c.METRICS_DIR: c.METRICS_SCHEMA, c.READBACK_DIR: c.READBACK_SCHEMA,
-           c.CONSUMES_DIR: c.CONSUME_SCHEMA, LAG_PARTS: c.CONSUMER_LAG_SCHEMA}
+           c.CONSUMES_DIR: c.CONSUME_SCHEMA, LAG_PARTS: c.CONSUMER_LAG_SCHEMA, c.SCHEDULE_DIR: c.SCHEDULE_SCHEMA}
 
 
 def open_run_dir(path: str | Path) -> RunDir:
@@ -139,7 +142,17 @@ def open_run_dir(path: str | Path) -> RunDir:
                   scenario_text=text, expectations=expectations, phases=phases,
                   cluster=_read_cluster(layout, warnings), timeline=timeline, parts=parts, skipped=skipped,
                   warnings=warnings, coverage=coverage, pagecache=pagecache,
-                  consumer_groups=_consumer_groups(scenario))
+                  consumer_groups=_consumer_groups(scenario), open_load=_open_load(scenario),
+                  drops=read_drops(parts[c.SCHEDULE_DIR]))
+
+
+def _open_load(scenario: dict[str, Any]) -> bool:
+    """Whether the scenario's load (as the harness resolved it) has an open-model client."""
+    load = scenario.get("load")
+    if not isinstance(load, dict):
+        return False
+    clients = load.get("clients") if isinstance(load.get("clients"), list) else []
+    return any(isinstance(cl, dict) and (cl.get("model") or load.get("model")) == "open" for cl in clients)
 
 
 def _int_ns(v: Any) -> int | None:

@@ -81,6 +81,7 @@ class Timeline:
     readback_rows: int | None = None
     readback_nodes: list[str] | None = None
     error: str | None = None
+    failures: list[dict[str, Any]] = field(default_factory=list)  # harness_failed events (part, error, wall_ns, ...)
 
     @property
     def t0_ns(self) -> int | None:
@@ -137,6 +138,8 @@ def build_timeline(events: Iterable[Mapping[str, Any]]) -> Timeline:
                 ph.end_ns, ph.ended = wall, True
         elif name == c.EVENT_FAULT:
             _fault_event(faults, ev, wall)
+        elif name == c.EVENT_HARNESS_FAILED:
+            tl.failures.append({k: v for k, v in ev.items() if isinstance(v, str | int | float | bool) or v is None})
         elif name == c.EVENT_READBACK_START:
             tl.readback_started = True
         elif name == c.EVENT_READBACK_END:

@@ -62,6 +62,14 @@ class ExpectationResult:
 def judge(e: Expectation, m: Measurement) -> ExpectationResult:
     if m.value is None:
         status = UNKNOWN
+    elif getattr(m, "lower_bound", False):
+        # at least m.value: it breaks a max for sure, proves a min (without a max), and decides nothing else
+        if e.max is not None and m.value > e.max:
+            status = FAILED
+        elif e.max is None and e.min is not None and m.value >= e.min:
+            status = HELD
+        else:
+            status = UNKNOWN
     else:
         status = HELD if e.holds(m.value) else FAILED
     return ExpectationResult(e.label(), e, m.value, status, m.note, m.rows)

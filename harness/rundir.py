@@ -14,7 +14,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -30,12 +30,17 @@ RUN_ID_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
 
 
 class RunDir:
-    """One run's directory. `event()` is thread-safe and each event is on disk (fsync) before it returns."""
+    """One run's directory. `event()` is thread-safe and each event is on disk (fsync) before it returns.
+
+    An event that cannot be written (a full disk, an I/O error) is reported once to `on_failure` (one line) and
+    not raised when `on_failure` is set: the run stops through it, and its wind-down still runs."""
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.layout = RunLayout.of(root)
         self.root = self.layout.root
         self._lock = threading.Lock()
+        self.on_failure: Callable[[str], None] | None = None
+        self.failed = False
 
     @property
     def run_id(self) -> str:
@@ -78,7 +83,14 @@ class RunDir:
     def append(self, record: Mapping[str, Any]) -> None:
         """Append an event made elsewhere (e.g. a fault's, which already carries its own times)."""
         with self._lock:
-            append_event(self.layout.events, record)
+            try:
+                append_event(self.layout.events, record)
+            except OSError as err:
+                if self.on_failure is None:
+                    raise
+                if not self.failed:
+                    self.failed = True
+                    self.on_failure(f"{(err.strerror or str(err)).lower()} writing events to {self.layout.events}")
 
     def events(self) -> list[dict[str, Any]]:
         """The events written so far (a torn last line, from a crash, is skipped)."""

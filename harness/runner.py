@@ -7,9 +7,11 @@ and verified at a phase's start, reverted at its end; the load told each phase) 
 and stopped -> read-back -> faults kept for the read-back reverted -> collectors stop, logs copied -> backend down
 (unless kept) -> analysis.
 
-Ctrl-C / SIGTERM at any point: faults reverted, load stopped (its rows flushed), consumers stopped (their rows
-written), cluster down, `run_end` with
-status `interrupted`; the directory stays analyzable. A second signal during that clean-up is ignored (reported).
+Ctrl-C / SIGTERM at any point, or a part of the harness failing (its records can no longer be written, its load
+process died: `harness.watch`): the load stops first (rows sent after the moment are labelled `interrupted`, never
+the phase it cut short), then the consumers, and only then are faults reverted, so no row is recorded while the
+cluster changes back; then collectors, logs, cluster down, `run_end` with status `interrupted` or `failed`; the
+directory stays analyzable. A second signal during that clean-up is ignored (reported).
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +30,9 @@ from harness.progress import RunProgress
 from harness.readback import describe, incomplete_queues
 from harness.rundir import RunDir
 from harness.scenario import Scenario
+from harness.scenario.phases import INTERRUPTED_PHASE
 from harness.timeline import Clock, build_timeline
+from harness.watch import HarnessFailed, RunWatch
 
 EXIT_UNKNOWN = 2
 READBACK_END_QUEUE_KEYS = ("node", "broker", "queue_id", "status", "read_to", "max_offset", "rows", "error",
@@ -63,6 +68,9 @@ class Runner:
         self._stop = threading.Event()
         self._cleaning = False
         self._signal: str | None = None
+        self._watch: RunWatch | None = None
+        self._warned: set[str] = set()
+        self._dropped_before = 0
         self.kept: Any = None
 
     # --- signals ----------------------------------------------------------------------------------------------
@@ -74,6 +82,8 @@ class Runner:
                 self._progress.step(f"{name}: cleaning up, please wait (faults are being reverted)", "yellow")
             return
         self._signal = name
+        if self._watch is not None:
+            self._watch.interrupt(name)
         self._stop.set()
         raise RunInterrupted(name)
 
@@ -92,6 +102,9 @@ class Runner:
         state_dir.mkdir(parents=True, exist_ok=True)
         previous = self._install_signals()
         rd = RunDir.create(self.out_dir, self.scenario, self.run_id)
+        self._watch = RunWatch(rd.root, self._stop)
+        self._watch.attach(rd)
+        rd.on_failure = lambda error: self._watch.fail("events", error)
         progress = self._progress or RunProgress(rd.run_id, self.scenario.total_s)
         self._progress = progress
         rd.event("run_start", run_id=rd.run_id, scenario=self.scenario.name)
@@ -150,13 +163,22 @@ class Runner:
             driver.revert("after_readback")
         except RunInterrupted as sig:
             status, error = STATUS_INTERRUPTED, f"signal {sig}"
+            rd.event("run_interrupted", signal=str(sig), **self._where())
+        except HarnessFailed as err:
+            status, error = STATUS_FAILED, str(err)
+            progress.step(error, "red")
         except Exception as err:  # noqa: BLE001 - any failure ends the run cleanly and is recorded
-            status, error = STATUS_FAILED, f"{type(err).__name__}: {err}"
-            exits = _node_exits(rd, backend)
-            if exits:
-                error += f" ({'; '.join(exits)})"
-            progress.step(f"run failed: {error}", "red")
-            traceback.print_exc(file=sys.stderr)
+            status = STATUS_FAILED
+            if self._watch is not None and self._watch.failure is not None:  # the cause, not what it broke next
+                error = self._watch.failure
+                progress.step(error, "red")
+            else:
+                error = f"{type(err).__name__}: {err}"
+                exits = _node_exits(rd, backend)
+                if exits:
+                    error += f" ({'; '.join(exits)})"
+                progress.step(f"run failed: {error}", "red")
+                traceback.print_exc(file=sys.stderr)
         finally:
             self._cleaning = True
             errors = self._wind_down(rd, backend, stage, progress)
@@ -179,6 +201,9 @@ class Runner:
 
         spec = load_spec(self.scenario, backend.namesrv_addr)
         load = LoadProcess(spec, rd.root, rd.run_id, workers=self.scenario.load.workers)
+        watch = self._watch
+        load.on_failure = lambda f: watch.fail("load", f["error"], f.get("t_ns"), worker=f.get("worker"),
+                                               lost=bool(f.get("lost")))
         load.start()
         rd.event("load_start", model=self.scenario.load.model, rate=self.scenario.load.rate,
                  users=sum(c.users or 0 for c in self.scenario.load.clients))
@@ -189,8 +214,11 @@ class Runner:
         clock = Clock()
         total = windows[-1].end_s
         for w in windows:
-            rd.event("phase_start", phase=w.name, index=w.index, duration_s=w.duration_s, rate=w.rate)
+            self._watch.check()
+            started = rd.event("phase_start", phase=w.name, index=w.index, duration_s=w.duration_s, rate=w.rate)
+            self._watch.phase_started(w.name, started["wall_ns"])
             stage.load.set_phase(w.name, w.rate)
+            self._dropped_before = (_stats(stage.load) or {}).get("dropped") or 0
             for spec in w.faults:
                 progress.step(f"{w.name}: applying {spec.id} ({spec.kind} on {spec.target})")
                 evidence = driver.apply(spec)
@@ -198,15 +226,42 @@ class Runner:
 
             def tick(w=w) -> None:
                 now = clock.now()
+                stats = _stats(stage.load)
+                self._warn_schedule(w.name, stats, progress)
                 progress.update(phase=w.name, index=w.index, phases=len(windows), phase_left_s=w.end_s - now,
-                                run_left_s=total - now, stats=_stats(stage.load), faults=driver.active_ids,
+                                run_left_s=total - now, stats=stats, faults=driver.active_ids,
                                 consumers=stage.consumers.stats() if stage.consumers is not None else None)
 
             clock.wait_until(w.end_s, self._stop, tick)
+            self._watch.check()
             if any(f.revert == "phase_end" for f in w.faults):
                 progress.step(f"{w.name}: reverting {', '.join(f.id or f.kind for f in w.faults)}")
                 driver.revert("phase_end")
             rd.event("phase_end", phase=w.name, index=w.index, duration_s=w.duration_s, rate=w.rate)
+
+    def _warn_schedule(self, phase: str, stats: dict[str, Any] | None, progress: RunProgress) -> None:
+        """Say once per phase, while it runs, that the load is not keeping its schedule (slots dropped: the
+        phase's expectations will be unknown) or is falling behind (half its lag bound)."""
+        if not stats or phase in self._warned:
+            return
+        dropped, lag_ms = stats.get("dropped") or 0, stats.get("lag_ms") or 0.0
+        bound_s = self.scenario.load.max_lag
+        if dropped > self._dropped_before:
+            self._warned.add(phase)
+            progress.step(f"{phase}: the load is not keeping its schedule: {dropped - self._dropped_before} sends "
+                          f"dropped (not started within {bound_s:g} s of their intended time); the expectations "
+                          f"over this phase will be unknown", "yellow")
+        elif lag_ms / 1000 > bound_s / 2:
+            progress.step(f"{phase}: the load is {lag_ms / 1000:.1f} s behind its schedule (bound {bound_s:g} s)",
+                          "yellow")
+
+    def _where(self) -> dict[str, Any]:
+        """The phase the run is in and how far into it (for interrupt and failure events)."""
+        watch = self._watch
+        phase = watch.phase if watch is not None else None
+        if phase is None:
+            return {"phase": None, "at_s": None}
+        return {"phase": phase[0], "at_s": round((time.time_ns() - phase[1]) / 1e9, 3)}
 
     def _stop_load(self, rd: RunDir, stage: _Stage) -> None:
         if stage.load is not None and not stage.load_stopped:
@@ -224,6 +279,12 @@ class Runner:
         rd.event("readback_start")
         try:
             counts = backend.read_back(self.scenario.readback.timeout)
+        except OSError as err:
+            from loads.recorder import write_error
+
+            self._watch.fail("read-back", write_error(err, "read-back rows", rd.layout.readback))
+            self._watch.check()
+            raise
         finally:
             incomplete = incomplete_queues(rd.layout.readback)
             for q in incomplete:
@@ -251,12 +312,15 @@ class Runner:
                 errors.append(f"{what}: {type(err).__name__}: {err}")
                 progress.step(f"{what} failed: {err}", "red")
 
+        cut_short = self._signal is not None or (self._watch is not None and self._watch.failure is not None)
+        if cut_short and stage.load is not None and not stage.load_stopped and stage.load.running:
+            attempt("label the rows after the interrupt", lambda: stage.load.set_phase(INTERRUPTED_PHASE))
+        attempt("stop load", lambda: self._stop_load(rd, stage))  # before anything changes the cluster back
+        if stage.consumers is not None:
+            attempt("stop consumers", stage.consumers.stop)
         if stage.driver is not None and stage.driver.active:
             progress.step(f"reverting {', '.join(stage.driver.active_ids)}")
             attempt("revert faults", stage.driver.revert)
-        attempt("stop load", lambda: self._stop_load(rd, stage))
-        if stage.consumers is not None:
-            attempt("stop consumers", stage.consumers.stop)
         if stage.collector is not None:
             attempt("stop collectors", stage.collector.stop)
         if stage.consumers is not None:

@@ -1,11 +1,42 @@
 """Broker configuration bodies: `MixAll.properties2String` (`key=value\\n` per entry, in the iteration order of a
 JDK 9+ `Properties`) and `MixAll.string2Properties` (`Properties.load`: comments, `=`/`:`/blank separators,
-backslash escapes and line continuations)."""
+backslash escapes and line continuations); and `store_line`, one entry escaped as `Properties.store` writes it to
+a stream (what a conf file read with `Properties.load(InputStream)` takes back exactly)."""
 from __future__ import annotations
 
 from remoting.hashmap import java_properties_order
 
 _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+
+_STORE_SPECIAL = {"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r", "\f": "\\f", "=": "\\=", ":": "\\:",
+                  "#": "\\#", "!": "\\!"}
+
+
+def _store_escape(text: str, is_key: bool) -> str:
+    out = []
+    for i, ch in enumerate(text):
+        if ch == " " and (is_key or i == 0):
+            out.append("\\ ")
+        elif ch in _STORE_SPECIAL:
+            out.append(_STORE_SPECIAL[ch])
+        elif ord(ch) < 0x20 or ord(ch) > 0x7E:
+            out.extend(f"\\u{unit:04X}" for unit in _utf16_units(ch))
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _utf16_units(ch: str) -> list[int]:
+    data = ch.encode("utf-16-be")
+    return [int.from_bytes(data[i:i + 2], "big") for i in range(0, len(data), 2)]
+
+
+def store_line(key: str, value: str) -> str:
+    """`key=value\\n` escaped as `Properties.store(OutputStream, ...)` escapes it: backslash escapes for \\, tab,
+    newline, carriage return, form feed, = : # !, a leading blank (every blank of a key), \\uXXXX for anything
+    outside printable ASCII."""
+    return f"{_store_escape(key, True)}={_store_escape(value, False)}\n"
 
 
 def dumps(properties: dict[str, object]) -> str:
@@ -48,7 +79,10 @@ def _unescape(text: str) -> str:
             continue
         out.append(ch)
         i += 1
-    return "".join(out)
+    text = "".join(out)
+    if any("\ud800" <= ch <= "\udfff" for ch in text):  # \uXXXX pairs are UTF-16: join them as Java's String does
+        text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return text
 
 
 def loads(text: str | bytes) -> dict[str, str]:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.scenario import ClusterSpec, conf_text
+from remoting.javaprops import store_line
 
 HOST = "127.0.0.1"
 MASTER_DEFAULTS: dict[str, Any] = {"brokerRole": "SYNC_MASTER", "flushDiskType": "SYNC_FLUSH"}
@@ -68,8 +69,9 @@ def requested(cluster: ClusterSpec, node: str) -> dict[str, Any]:
 
 
 def render(props: Mapping[str, Any]) -> str:
-    """Java properties text (values here are plain: no escapes needed beyond backslashes)."""
-    return "".join(f"{k}={conf_text(v).replace(chr(92), chr(92) * 2)}\n" for k, v in props.items())
+    """Java properties text, every key and value escaped as `Properties.store` does (the scenario refuses control
+    characters already; escaping anyway means no value can ever start a line of its own)."""
+    return "".join(store_line(str(k), conf_text(v)) for k, v in props.items())
 
 
 def namesrv_properties(cluster: ClusterSpec, port: int) -> dict[str, Any]:

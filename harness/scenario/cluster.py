@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from harness.scenario.schema import Duration, Name, Size, Strict, at
 
@@ -22,7 +22,22 @@ MIN_STORE_SIZE = 32 * 1024 * 1024
 MAX_CONF_KEYS = 512
 
 ConfValue = str | int | float | bool
-BrokerConf = Annotated[dict[str, ConfValue], Field(max_length=MAX_CONF_KEYS)]
+CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+"""Characters that would end or bend a line of broker.conf (Java properties): never in a key or value."""
+
+
+def _printable(conf: dict[str, ConfValue]) -> dict[str, ConfValue]:
+    """Refuse a key or text value holding a control character: written into a properties file it would start a
+    line of its own (a newline in msgTraceTopicName could set storePathCommitLog outside the node's store)."""
+    for key, value in conf.items():
+        for what, text in (("key", key), ("value", value)):
+            if isinstance(text, str) and (m := CONTROL_RE.search(text)):
+                raise at((key,), f"the {what} holds the control character {m.group()!r} at {m.start()}; allowed: "
+                                 "printable text (a properties file would read it as a line break or worse)")
+    return conf
+
+
+BrokerConf = Annotated[dict[str, ConfValue], Field(max_length=MAX_CONF_KEYS), AfterValidator(_printable)]
 
 
 class BrokerConfSection(Strict):

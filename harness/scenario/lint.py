@@ -11,6 +11,7 @@ single copy of Apache's in this project.
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -23,6 +24,10 @@ HARNESS_KEYS = (
     "storePathRootDir", "storePathCommitLog", "brokerIP1", "brokerIP2", "haMasterAddress",
 )
 """Keys the backend writes itself: ports and addresses are chosen free, stores are the node's own mounts."""
+PATH_KEY_RE = re.compile(r"^(rocketmqHome|storePath\w*|brokerConfigPath|readOnlyCommitLogStorePaths|tieredStoreFilePath|"
+                         r"kvConfigPath|configStorePath|abortFile|storeCheckpoint)$")
+"""Keys that name a path on the node: every file of a node stays inside what the harness made for it (its store
+mount, its node directory), so no scenario sets one."""
 ROLE_VALUES = {"master": ("SYNC_MASTER", "ASYNC_MASTER"), "slave": ("SLAVE",)}
 ENUM_VALUES = {"flushDiskType": ("SYNC_FLUSH", "ASYNC_FLUSH")}
 
@@ -41,6 +46,11 @@ def lint_scenario(scenario: Scenario, marks: Marks) -> None:
     version = scenario.cluster.version
     table = version_defaults(version)
     allowed = set(scenario.cluster.allow_keys)
+    for key in scenario.cluster.namesrv:
+        if key == "listenPort" or PATH_KEY_RE.match(key):
+            raise marks.error(("cluster", "namesrv", key),
+                              f"{key} is set by the harness (a free port, the node's own directory); remove it; "
+                              "allowed: name server keys that are not ports or paths")
     for section in ("common", *BROKER_NODES):
         conf: Mapping[str, Any] = getattr(scenario.cluster.broker, section)
         for key, value in conf.items():
@@ -56,6 +66,9 @@ def key_problem(key: str, value: Any, table: Mapping[str, Any], version: str, al
     if key in HARNESS_KEYS:
         return f"{key} is set by the harness (free ports, the node's own store mount, the cluster layout); " \
                f"remove it; keys the harness sets: {', '.join(HARNESS_KEYS)}"
+    if PATH_KEY_RE.match(key):
+        return f"{key} names a path on the node; its store, logs and files stay inside what the harness made for " \
+               "it (its own store mount and node directory); allowed: no path keys"
     if key not in table:
         if key in allowed:
             return None

@@ -14,7 +14,7 @@ def load_spec_data(scenario: Scenario, namesrv: str) -> dict[str, Any]:
     for c in load.clients:
         item: dict[str, Any] = {"name": c.name, "model": load.model_of(c), "message_size": c.message_size,
                                 "profile": c.profile, "send_timeout_ms": round(c.timeout * 1000)}
-        for key in ("users", "rate", "share", "retries", "tags", "instance"):
+        for key in ("users", "max_users", "rate", "share", "retries", "tags", "instance"):
             value = getattr(c, key)
             if value is not None:
                 item[key] = value
@@ -28,6 +28,7 @@ def load_spec_data(scenario: Scenario, namesrv: str) -> dict[str, Any]:
         "phases": [{"name": p.name, "duration_s": p.duration, **({"rate": p.rate} if p.rate is not None else {})}
                    for p in scenario.phases],
         "initial_phase": scenario.phases[0].name,
+        "max_lag_s": load.max_lag,
     }
     if load.rate is not None:
         data["rate"] = load.rate

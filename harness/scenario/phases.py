@@ -13,6 +13,8 @@ from harness.scenario.schema import Duration, Name, Strict, at
 from harness.scenario.workload import MAX_RATE
 
 WARMUP_PHASE = "warmup"
+INTERRUPTED_PHASE = "interrupted"
+"""What rows intended after a Ctrl-C, SIGTERM or a harness failure are labelled (never the phase it cut short)."""
 MAX_PHASES = 256
 MAX_FAULTS_PER_PHASE = 16
 MAX_EXPECTATIONS = 512
@@ -39,6 +41,15 @@ class FaultSpec(Strict):
 
 class PhaseSpec(Strict):
     name: Name
+
+    @field_validator("name")
+    @classmethod
+    def _not_reserved(cls, v: str) -> str:
+        if v == INTERRUPTED_PHASE:
+            raise ValueError(f"{INTERRUPTED_PHASE!r} labels the rows sent after a run was interrupted; allowed: any "
+                             "other name")
+        return v
+
     duration: Duration
     duration_s: float | None = Field(default=None, description="written by resolution; seconds of duration")
     rate: float | None = Field(default=None, gt=0, le=MAX_RATE,

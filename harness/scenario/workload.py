@@ -40,7 +40,11 @@ class ClientSpec(Strict):
 
     name: Name
     model: Literal["open", "closed"] | None = Field(default=None, description="default: the load's model")
-    users: int | None = Field(default=None, ge=1, le=10000, description="closed model: concurrent senders")
+    users: int | None = Field(default=None, ge=1, le=10000, description="closed model: concurrent senders; open "
+                                                                        "model: senders that own the slots")
+    max_users: int | None = Field(default=None, ge=1, le=100000,
+                                  description="open model: the most sends in flight at once; spare senders take "
+                                              "the slots of busy users up to it (default: users)")
     rate: float | None = Field(default=None, gt=0, le=MAX_RATE, description="open model: this client's sends/s")
     share: float | None = Field(default=None, gt=0, le=1, description="open model: share of the load's rate")
     think_time: Duration = "0s"
@@ -57,6 +61,9 @@ class ClientSpec(Strict):
 
 class LoadSection(Strict):
     model: Literal["open", "closed"] = "closed"
+    max_lag: Duration = Field(default="1s", description="open model: a send not started within this long of its "
+                                                        "intended time is dropped (counted, never sent), and every "
+                                                        "expectation over its phase is unknown")
     rate: float | None = Field(default=None, gt=0, le=MAX_RATE,
                                description="open model: total sends/s of the open clients")
     workers: int = Field(default_factory=lambda: _default_workers(), ge=0, le=16,
@@ -77,6 +84,12 @@ class LoadSection(Strict):
                          "applies to the open model only; a closed-model client has users")
             if model == "closed" and c.users is None:
                 raise at(("clients", i), "a closed-model client needs users")
+            if c.max_users is not None and model == "closed":
+                raise at(("clients", i, "max_users"), "applies to the open model only; a closed-model client has "
+                                                      "exactly its users")
+            if c.max_users is not None and c.users is not None and c.max_users < c.users:
+                raise at(("clients", i, "max_users"), f"{c.max_users} is fewer than its users ({c.users}); allowed: "
+                                                      f"{c.users} or more")
             if model == "open" and c.rate is None and self.rate is None:
                 raise at(("clients", i), "an open-model client needs a rate (its own, or load.rate)")
             shared = [o for o in self.clients[:i] if (o.instance or o.name) == (c.instance or c.name)]

@@ -72,6 +72,15 @@ CRAFTED: dict[str, tuple[str | bytes, str]] = {
     "a-list": ("- a\n- b\n", "mapping"),
     "two-documents": ("name: x\n---\nname: y\n", "document"),
 }
+CONF_ESCAPES = {"newline": "\\n", "carriage-return": "\\r", "nul": "\\0", "escape": "\\e", "tab": "\\t",
+                "line-separator": "\\u2028", "next-line": "\\N", "delete": "\\x7f"}
+"""YAML double-quoted escapes that put a control character into a broker.conf / namesrv.conf key or value."""
+for _name, _esc in CONF_ESCAPES.items():
+    for _where, _conf in (("common", "cluster: {broker: {common: {msgTraceTopicName: \"T%sstorePathCommitLog=/x\"}}}"),
+                          ("master", "cluster: {broker: {master: {\"brokerPermission%s\": 6}}}"),
+                          ("slave", "cluster: {broker: {slave: {msgTraceTopicName: \"%sT\"}}}"),
+                          ("namesrv", "cluster: {namesrv: {productEnvName: \"x%sy\"}}")):
+        CRAFTED[f"conf-{_where}-{_name}"] = ("name: x\n" + _conf % _esc + "\n" + ONE_PHASE, "control character")
 
 
 def _write(tmp_path: Path, name: str, content: str | bytes) -> Path:
