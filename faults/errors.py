@@ -26,6 +26,11 @@ class FaultNotEffective(FaultError):
         self.evidence = evidence or {}
 
 
+class JournalError(FaultError):
+    """The journal cannot be written (a full disk, a read-only or unwritable state directory): nothing it would
+    have announced is done."""
+
+
 class UndoError(FaultError):
     """An undo operation failed; `results` lists what ran before it."""
 

@@ -9,6 +9,7 @@ Records (one JSON object per line):
 """
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
@@ -19,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from faults.errors import FaultConflict
+from faults.errors import FaultConflict, JournalError
 from faults.system.procs import ProcId, boot_id, is_dying, read_stat
 
 STATE_ENV = "RMQ_CHAOS_STATE"
@@ -108,7 +109,12 @@ class Journal:
 
     @contextmanager
     def locked(self, exclusive: bool = True) -> Iterator[None]:
-        with open(self.state_dir / LOCK_FILE, "a+b") as lock:
+        try:
+            lock = open(self.state_dir / LOCK_FILE, "a+b")  # noqa: SIM115 - closed below
+        except OSError as err:
+            raise JournalError(f"cannot lock the journal in {self.state_dir}: {(err.strerror or str(err)).lower()}; "
+                               "nothing was changed") from None
+        with lock:
             fcntl.flock(lock, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
             try:
                 yield
@@ -116,14 +122,21 @@ class Journal:
                 fcntl.flock(lock, fcntl.LOCK_UN)
 
     def _append(self, record: dict) -> None:
+        """One record on disk (fsync) before returning; `JournalError` (one line) when it cannot be."""
         line = (json.dumps(record, sort_keys=True, separators=(",", ":")) + "\n").encode()
         new = not self.path.exists()
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
-            os.write(fd, line)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                if os.write(fd, line) != len(line):
+                    raise OSError(errno.ENOSPC, "short write")
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as err:
+            what = record.get("kind") or record.get("type")
+            raise JournalError(f"cannot journal {what} in {self.path}: {(err.strerror or str(err)).lower()}; "
+                               "nothing was changed for it") from None
         if new:
             dfd = os.open(self.state_dir, os.O_RDONLY)
             try:

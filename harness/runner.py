@@ -99,6 +99,9 @@ class Runner:
         from faults.journal import Journal, default_state_dir
 
         state_dir = Path(self.state_dir) if self.state_dir else default_state_dir()
+        from harness.diskspace import check_space
+
+        space_warnings = check_space(self.scenario, self.out_dir, state_dir)  # NotEnoughSpace: nothing made yet
         state_dir.mkdir(parents=True, exist_ok=True)
         previous = self._install_signals()
         rd = RunDir.create(self.out_dir, self.scenario, self.run_id)
@@ -112,6 +115,8 @@ class Runner:
         try:
             with progress:
                 progress.step(f"run {rd.run_id} -> {rd.root}")
+                for warning in space_warnings:
+                    progress.step(f"warning: {warning}", "yellow")
                 leftover = cleanup(state_dir)
                 if _undid_something(leftover):
                     progress.step(f"cleaned up after a dead run: {_summary(leftover)}", "yellow")
@@ -172,6 +177,9 @@ class Runner:
             if self._watch is not None and self._watch.failure is not None:  # the cause, not what it broke next
                 error = self._watch.failure
                 progress.step(error, "red")
+            elif _one_line_error(err):  # a refusal or the journal: its message says it all
+                error = f"{rd.root}: {err}"
+                progress.step(f"run failed: {error}", "red")
             else:
                 error = f"{type(err).__name__}: {err}"
                 exits = _node_exits(rd, backend)
@@ -378,6 +386,13 @@ class _Stage:
     load: Any = None
     load_stopped: bool = False
     consumers: Any = None  # harness.consumerstage.ConsumerStage
+
+
+def _one_line_error(err: BaseException) -> bool:
+    """Errors whose message is the whole story (no traceback): the faults' refusals and journal errors."""
+    from faults.errors import FaultError
+
+    return isinstance(err, FaultError)
 
 
 def _stats(load: Any) -> dict[str, Any] | None:

@@ -78,6 +78,8 @@ def run(args: argparse.Namespace) -> int:
     except BackendUnavailable as err:
         print(f"{args.scenario}: {err}", file=sys.stderr)
         return EXIT_INVALID
+    if not room_for(args.scenario, runs, args.out):
+        return EXIT_INVALID
     code = isolate(args.scenario, runs)
     if code is not None:
         return code
@@ -95,6 +97,22 @@ def run(args: argparse.Namespace) -> int:
     finally:
         release_netns()
     return combine(codes)
+
+
+def room_for(source: str, runs: list, out: str) -> bool:
+    """Each run fits the run directory's and the state directory's filesystems (one line and False when one does
+    not; a warning on stderr when it is close)."""
+    from faults.journal import default_state_dir
+    from harness.diskspace import NotEnoughSpace, check_space
+
+    try:
+        for r in runs:
+            for warning in check_space(r, out, default_state_dir()):
+                print(f"{source}: warning: {warning}", file=sys.stderr)
+    except NotEnoughSpace as err:
+        print(f"{source}: {err}", file=sys.stderr)
+        return False
+    return True
 
 
 def isolate(source: str, runs: list) -> int | None:
