@@ -28,6 +28,7 @@ from analysis.rundir import RunDir, open_run_dir  # noqa: E402
 
 EXIT_BAD_INPUT = 254
 EXIT_CRASH = 255  # Jepsen's code for a crashed checker; the run's verdict is then unknown
+EXIT_UNKNOWN = 2  # the verdict could not be written (or measured): unknown
 STATUS_STYLE = {"held": "green", "failed": "bold red", "unknown": "yellow"}
 VALID_WORD = {True: "[green]valid[/]", False: "[bold red]invalid[/]", "unknown": "[yellow]unknown[/]"}
 
@@ -128,6 +129,11 @@ def run_from_args(args: argparse.Namespace) -> int:
     except RunDirError as err:
         console.print(f"rmq-chaos report: error: {err}", markup=False, highlight=False, soft_wrap=True)
         return EXIT_BAD_INPUT
+    except OSError as err:  # a full disk, a read-only or vanished directory: one line, the verdict is unknown
+        where = f": {err.filename}" if err.filename else ""
+        console.print(f"rmq-chaos report: cannot write the report: {(err.strerror or str(err)).lower()}{where}",
+                      markup=False, highlight=False, soft_wrap=True)
+        return EXIT_UNKNOWN
     except Exception as err:  # noqa: BLE001 - a crash must not read as "an expectation failed" (exit 1)
         console.print_exception(max_frames=8)
         console.print(f"rmq-chaos report: the analysis crashed: {type(err).__name__}: {err}", markup=False,

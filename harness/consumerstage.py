@@ -14,12 +14,16 @@ before the load, drained after the load, stopped before the read-back (and in th
   `consumers_drain` (per-group lag at the end, `drained`).
 - `stop()`: `fleet.stop()`, event `consumers_stop` (rows per group); idempotent. `close()`: the lag collector's
   last rows, the journal entry closed.
+- `watch(on_lost, intended)`: a thread that notices within `WATCH_S` a consumer process that ended on its own (the
+  OOM killer, a SIGKILL not from a fault, its records could not be written) and reports it once (`on_lost(error,
+  t_ns)`); a process a fault of the run acts on (`intended(worker)`) is the scenario's business, not a loss.
 """
 from __future__ import annotations
 
 import json
 import os
 import signal
+import threading
 import time
 from typing import Any
 
@@ -34,6 +38,7 @@ READY_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 30.0
 POLL_S = 0.5
 LIST_TIMEOUT_MS = 1000
+WATCH_S = 0.2
 
 
 def _ask(addr: str, code: int, fields: dict[str, str], timeout_ms: float) -> Any | None:
@@ -128,6 +133,7 @@ class ConsumerStage:
         self.stopped = False
         self.closed = False
         self.targets: dict[str, NodeTarget] = {}
+        self._watching = threading.Event()
 
     # --- workers ---------------------------------------------------------------------------------------------
     def note_procs(self) -> None:
@@ -210,7 +216,24 @@ class ConsumerStage:
                  + ", ".join(f"{g} {v}" for g, v in lags.items()), "" if drained else "yellow")
         return event
 
+    def watch(self, on_lost: Any, intended: Any) -> None:
+        """Report (once) a consumer process that ended on its own; see the module docstring."""
+        def loop() -> None:
+            while not self._watching.wait(WATCH_S):
+                for name, w in list(self.fleet.workers.items()):
+                    if w.alive or self.stopped or intended(name):
+                        continue
+                    code = w.proc.returncode
+                    how = f"killed by {signal.Signals(-code).name}" if code is not None and code < 0 \
+                        else f"exit {code}"
+                    on_lost(f"consumer process {name} (pid {w.pid}) ended on its own ({how}); see {w.log_path}",
+                            time.time_ns())
+                    return
+
+        threading.Thread(target=loop, name="consumer-watch", daemon=True).start()
+
     def stop(self) -> dict[str, Any] | None:
+        self._watching.set()
         if self.stopped or self.fleet is None:
             return None
         self.stopped = True

@@ -4,6 +4,7 @@ Every step is a `fault` event in `events.jsonl` (the fault classes emit them) an
 undone by `rmq-chaos cleanup`)."""
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +24,15 @@ class FaultDriver:
         self.journal = journal
         self.emit = emit
         self.active: list[ActiveFault] = []
+        self._applying: FaultSpec | None = None
+
+    def acts_on(self, worker: str) -> bool:
+        """Whether a fault being applied or in effect targets this consumer process (`<group>.c<i>`, a restart's
+        `.r<n>` suffix ignored) or its group (`consumer:<group>`): its death is then the scenario's doing."""
+        instance = re.sub(r"\.r\d+$", "", worker)
+        group = instance.rpartition(".c")[0]
+        specs = [a.spec for a in self.active] + ([self._applying] if self._applying is not None else [])
+        return any(sp.target in (instance, f"consumer:{group}") for sp in specs)
 
     def apply(self, spec: FaultSpec) -> dict[str, Any]:
         """Apply and verify one fault; on a verify failure the fault stays active (reverted by the caller's
@@ -31,8 +41,12 @@ class FaultDriver:
 
         cls = fault_class(spec.kind)
         fault = cls(self.targets[spec.target], spec.params, journal=self.journal, emit=self.emit, fault_id=spec.id)
-        evidence = fault.apply()
-        self.active.append(ActiveFault(spec, fault))
+        self._applying = spec
+        try:
+            evidence = fault.apply()
+            self.active.append(ActiveFault(spec, fault))
+        finally:
+            self._applying = None
         evidence = {"apply": evidence, "verify": fault.verify()}
         return evidence
 

@@ -157,6 +157,10 @@ class Runner:
                 targets.update(stage.consumers.targets)
             driver = FaultDriver(targets, journal, rd.append)
             stage.driver = driver
+            if stage.consumers is not None:
+                watch = self._watch
+                stage.consumers.watch(lambda error, at: watch.fail("consumers", error, at),
+                                      lambda worker: driver.acts_on(worker))
             stage.load = self._start_load(rd, backend)
             self._phases(rd, driver, stage, progress)
             self._stop_load(rd, stage)
