@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from analysis.contract import OUTCOMES
+from analysis.errors import list_at
 
 COUNT_METRICS = ("count", "share", "rate")
 LATENCY_METRICS = ("latency_p50_ms", "latency_p90_ms", "latency_p99_ms", "latency_p999_ms", "latency_max_ms")
@@ -176,12 +177,8 @@ class Expectation(BaseModel):
 
 def parse_expectations(data: Any, source: str = "scenario.yaml", key: str = "expect") -> list[Expectation]:
     """Validate a scenario's `expect` list. Raises `ValueError` with one line naming file, key and allowed values."""
-    if data is None:
-        return []
-    if not isinstance(data, list):
-        raise ValueError(f"{source}: {key}: must be a list of expectations, got {type(data).__name__}")
     out = []
-    for i, item in enumerate(data):
+    for i, item in enumerate(list_at(data, source, key, "expectations")):
         try:
             out.append(Expectation.model_validate(item))
         except ValidationError as err:

@@ -99,14 +99,18 @@ def window(e: Expectation, run: RunDir, t0_ns: int | None, gaps: Delivery | None
     if not run.requests_complete:
         complete, why = False, "request part files were skipped (truncated)"
     gap = gaps.gaps.get(e.phase) if e.phase is not None else gaps.first_gap()
-    cond = base
+    return Window(_outcome_filters(e, base), base, start, end, complete, why, gap)
+
+
+def _outcome_filters(e: Expectation, cond: Column) -> Column:
+    """`cond` and the expectation's filters on a send's outcome (`outcome`, `response_code`, `remark_contains`)."""
     if e.outcome is not None:
         cond = cond & (F.col("outcome") == F.lit(e.outcome))
     if e.response_code is not None:
         cond = cond & (F.col("response_code") == F.lit(e.response_code))
     if e.remark_contains is not None:
         cond = cond & F.col("remark").contains(F.lit(e.remark_contains))
-    return Window(cond, base, start, end, complete, why, gap)
+    return cond
 
 
 def _aggregates(e: Expectation, w: Window, tag: str) -> list[Column]:
@@ -173,14 +177,7 @@ def _latency_percentiles(df: DataFrame, items: list[tuple[str, Expectation, Wind
 
 def _fault_rows(e: Expectation) -> tuple[Column | None, Column | None]:
     rows = None if e.client is None else F.col("client") == F.lit(e.client)
-    errs = F.col("outcome") != c.SEND_OK
-    if e.outcome is not None:
-        errs = errs & (F.col("outcome") == F.lit(e.outcome))
-    if e.response_code is not None:
-        errs = errs & (F.col("response_code") == F.lit(e.response_code))
-    if e.remark_contains is not None:
-        errs = errs & F.col("remark").contains(F.lit(e.remark_contains))
-    return rows, errs
+    return rows, _outcome_filters(e, F.col("outcome") != c.SEND_OK)
 
 
 def measure(enriched: DataFrame, kf: KeyFlags | None, runs: Sequence[RunDir], t0: dict[str, int | None],

@@ -24,7 +24,7 @@ from analysis import contract as c
 from analysis.boundedyaml import YamlLimit, read_capped, safe_load_bounded
 from analysis.coverage import Coverage, describe_unread
 from analysis.delivery import read_drops
-from analysis.errors import RunDirError
+from analysis.errors import RunDirError, list_at
 from analysis.expectations import Expectation, parse_expectations
 from analysis.pagecache import NodeLog, read_run_logs
 from analysis.timeline import Timeline, build_timeline
@@ -205,13 +205,8 @@ def _read_scenario(layout: c.RunLayout, warnings: list[str]) -> tuple[dict[str, 
 
 
 def _phases(scenario: dict[str, Any], source: Path) -> list[PhaseSpec]:
-    raw = scenario.get("phases")
-    if raw is None:
-        return []
-    if not isinstance(raw, list):
-        raise RunDirError(f"{source}: phases: must be a list of {{name, duration_s}}, got {type(raw).__name__}")
     out = []
-    for i, ph in enumerate(raw):
+    for i, ph in enumerate(list_at(scenario.get("phases"), source, "phases", "{name, duration_s}", RunDirError)):
         if not isinstance(ph, dict) or not isinstance(ph.get("name"), str) or not ph["name"]:
             raise RunDirError(f"{source}: phases[{i}].name: must be a non-empty string")
         dur = ph.get("duration_s")

@@ -22,29 +22,15 @@ import time
 import uuid
 from pathlib import Path
 
-import psutil
 import pyarrow.parquet as pq
+from support import cpu_seconds
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from loads.consumer_spec import parse_group  # noqa: E402
-from loads.consumers import ConsumerFleet  # noqa: E402
-from remoting.message import Message  # noqa: E402
-from remoting.producer import Producer  # noqa: E402
+from loads.consumer_spec import parse_group
+from loads.consumers import ConsumerFleet
+from remoting.message import Message
+from remoting.producer import Producer
 
 SENDERS = 16
-
-
-def cpu_seconds(pids: list[int]) -> float:
-    total = 0.0
-    for pid in pids:
-        try:
-            t = psutil.Process(pid).cpu_times()
-        except psutil.NoSuchProcess:
-            continue
-        total += t.user + t.system
-    return total
 
 
 _seen_parts: dict[Path, tuple[list[str], int]] = {}
@@ -117,21 +103,21 @@ def main() -> int:
              "consume_from": "CONSUME_FROM_FIRST_OFFSET"}
     with ConsumerFleet([parse_group(group)], args.namesrv, args.topic, run_dir, run_id) as fleet:
         pids = fleet.pids()
-        cpu0, t0 = cpu_seconds(pids), time.monotonic()
+        cpu0, t0 = cpu_seconds(pids, skip_gone=True), time.monotonic()
         want = set(sent)
         while True:
             keys, total = consumed(run_dir, fleet, run_id)
             if want <= keys:
                 break
             time.sleep(0.2)
-        dt, cpu = time.monotonic() - t0, cpu_seconds(pids) - cpu0
+        dt, cpu = time.monotonic() - t0, cpu_seconds(pids, skip_gone=True) - cpu0
         print(f"drain: {total} deliveries ({len(want)} of the backlog) in {dt:.1f} s: {total / dt:,.0f} "
               f"deliveries/s, {cpu:.1f} consumer CPU s, {cpu / max(total, 1) * 1e6:.0f} CPU us per message")
 
         steady = [f"{run_id}:w0:{args.backlog + i}" for i in range(int(args.rate * args.seconds))]
         sent_steady: list[str] = []
         sender = threading.Thread(target=send_all, args=(producer, args.topic, steady, args.rate, sent_steady))
-        cpu0, t0, before = cpu_seconds(pids), time.monotonic(), total
+        cpu0, t0, before = cpu_seconds(pids, skip_gone=True), time.monotonic(), total
         sender.start()
         lags = []
         while sender.is_alive():
@@ -139,7 +125,7 @@ def main() -> int:
             keys, total = consumed(run_dir, fleet, run_id)
             lags.append(len(set(sent_steady) - keys))
         sender.join()
-        dt, cpu = time.monotonic() - t0, cpu_seconds(pids) - cpu0
+        dt, cpu = time.monotonic() - t0, cpu_seconds(pids, skip_gone=True) - cpu0
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             keys, total = consumed(run_dir, fleet, run_id)

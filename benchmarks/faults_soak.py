@@ -26,9 +26,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
-
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from support import REPO, not_root
 
 sys.path.insert(0, str(REPO / "tests" / "faults"))
 
@@ -168,8 +166,7 @@ def main() -> int:
                                                                      "many seconds of start")
     parser.add_argument("--timing-repeats", type=int, default=5, help="apply/verify/revert per fault for timings")
     args = parser.parse_args()
-    if os.geteuid() != 0:
-        print("faults_soak: needs root (loop mounts, cgroups, swap)", file=sys.stderr)
+    if not_root("faults_soak", "loop mounts, cgroups, swap"):
         return 2
     console = Console()
     rng = random.Random(args.seed)

@@ -18,14 +18,12 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
+from support import not_root
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from faults.cleanup import cleanup  # noqa: E402
-from faults.journal import Journal  # noqa: E402
-from faults.system import cgroupfs, mounts  # noqa: E402
-from harness.resources import LoopStore, NodeCgroups  # noqa: E402
+from faults.cleanup import cleanup
+from faults.journal import Journal
+from faults.system import cgroupfs, mounts
+from harness.resources import LoopStore, NodeCgroups
 
 ROOT = Path("/tmp/rmq-chaos-bench")
 WRITER = r"""
@@ -66,8 +64,7 @@ def main() -> int:
     parser.add_argument("--limit-mib", type=float, default=8.0, help="write limit, MiB/s")
     parser.add_argument("--mib", type=int, default=32, help="bytes each writer writes, MiB")
     args = parser.parse_args()
-    if os.geteuid() != 0:
-        print("faults_throttle_modes: needs root", file=sys.stderr)
+    if not_root("faults_throttle_modes"):
         return 2
     console = Console()
     base = ROOT / uuid.uuid4().hex[:8]

@@ -8,7 +8,6 @@ load's processes after the warm-up and at the end (flat: rows go to disk every s
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import tempfile
 import time
@@ -19,12 +18,10 @@ import psutil
 import pyarrow.dataset as ds
 from rich.console import Console
 from rich.table import Table
+from support import scripted_broker
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from loads.process import LoadProcess  # noqa: E402
-from loads.spec import LoadSpec  # noqa: E402
+from loads.process import LoadProcess
+from loads.spec import LoadSpec
 
 WARMUP_S = 1.0
 NS_PER_MS = 1e6
@@ -42,10 +39,7 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=0)
     args = parser.parse_args()
     console = Console()
-    broker = subprocess.Popen([sys.executable, str(REPO / "tests/loads/scripted_broker.py"), "--no-record"],
-                              stdout=subprocess.PIPE, text=True)
-    try:
-        addr = broker.stdout.readline().split()[1]
+    with scripted_broker() as (addr, _broker):
         spec = LoadSpec.model_validate({"topic": "BenchTopic", "namesrv": addr, "model": "open", "rate": args.rate,
                                         "clients": [{"name": "flood", "users": args.users}]})
         with tempfile.TemporaryDirectory(prefix="loads-bench-") as tmp:
@@ -61,9 +55,6 @@ def main() -> int:
                 load.stop()
             table = ds.dataset(run / "requests", format="parquet").to_table(
                 columns=["intended_ns", "start_ns", "end_ns"])
-    finally:
-        broker.terminate()
-        broker.wait(10)
     intended = table.column("intended_ns").to_numpy()
     start = table.column("start_ns").to_numpy()
     t0 = intended.min()

@@ -15,31 +15,19 @@ generator's core accounting.
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import psutil
 from rich.console import Console
 from rich.table import Table
+from support import cpu_seconds, scripted_broker
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from loads.process import LoadProcess  # noqa: E402
-from loads.spec import LoadSpec  # noqa: E402
+from loads.process import LoadProcess
+from loads.spec import LoadSpec
 
 WARMUP_S = 2.0
-
-
-def cpu_seconds(pids: list[int]) -> float:
-    total = 0.0
-    for pid in pids:
-        t = psutil.Process(pid).cpu_times()
-        total += t.user + t.system
-    return total
 
 
 def main() -> int:
@@ -51,10 +39,7 @@ def main() -> int:
     parser.add_argument("--serialize-type", choices=("JSON", "ROCKETMQ"), default="JSON")
     args = parser.parse_args()
     console = Console()
-    broker = subprocess.Popen([sys.executable, str(REPO / "tests/loads/scripted_broker.py"), "--no-record"],
-                              stdout=subprocess.PIPE, text=True)
-    try:
-        addr = broker.stdout.readline().split()[1]
+    with scripted_broker() as (addr, broker):
         spec = LoadSpec.model_validate({"topic": "BenchTopic", "namesrv": addr, "model": "closed", "users": args.users,
                                         "clients": [{"name": "flood", "message_size": args.message_size,
                                                      "serialize_type": args.serialize_type}]})
@@ -70,9 +55,6 @@ def main() -> int:
                 master_cpu = cpu_seconds(load.pids[:1]) if args.workers else 0.0
             finally:
                 result = load.stop()
-    finally:
-        broker.terminate()
-        broker.wait(10)
     sends = s1["completed"] - s0["completed"]
     cpu = c1 - c0
     table = Table(title=f"load generator throughput ({args.users} closed users, {args.workers} workers, "

@@ -27,6 +27,8 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from emulator.durations import Durations
+
 GUARANTEED_SAFEPOINT_INTERVAL_S = 1.0
 """HotSpot's `-XX:GuaranteedSafepointInterval` default (1000 ms)."""
 LATE_LEAD_S = 0.010
@@ -54,9 +56,8 @@ class VM:
         self._local = threading.local()
         """`late`: the number of the operation that waited for this thread (it polls first after it)"""
         self._last_ns = time.perf_counter_ns()
-        self.operations = 0
-        self.reaching_last_ns = 0
-        self.reaching_max_ns = 0
+        self.reaching = Durations()
+        """the time to safepoint of every operation (`count`: the operations so far)"""
 
     @property
     def pending(self) -> bool:
@@ -69,7 +70,7 @@ class VM:
             return
         cond, local = self._cond, self._local
         with cond:
-            if getattr(local, "late", -1) == self.operations:  # the operation waited for this thread
+            if getattr(local, "late", -1) == self.reaching.count:  # the operation waited for this thread
                 local.late = -1
                 self._late -= 1
                 cond.notify_all()
@@ -98,7 +99,7 @@ class VM:
         with cond:
             self._copying -= 1
             if self._pending:
-                self._local.late = self.operations + 1  # late for the operation under way
+                self._local.late = self.reaching.count + 1  # late for the operation under way
                 self._late += 1
                 cond.notify_all()
                 while self._pending:
@@ -135,9 +136,7 @@ class VM:
                 self._late_until = time.monotonic() + LATE_LEAD_S
                 cond.notify_all()
                 since, self._last_ns = begin - self._last_ns, end
-                self.operations += 1
-                self.reaching_last_ns = reached - begin
-                self.reaching_max_ns = max(self.reaching_max_ns, reached - begin)
+                self.reaching.record(reached - begin)
         log.info('Safepoint "%s", Time since last: %d ns, Reaching safepoint: %d ns, At safepoint: %d ns, '
                  "Total: %d ns", cause, since, reached - begin, end - reached, end - begin)
         return reached - begin

@@ -97,11 +97,7 @@ class Channel:
     def _close_locked(self) -> None:
         if not self.closed:
             self.closed = True
-            try:
-                self.sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            self.sock.close()
+            close_socket(self.sock)
 
 
 @contextmanager
@@ -140,10 +136,47 @@ class Processor:
         raise NotImplementedError
 
 
+Handler = Callable[[Channel, RemotingCommand], None]
+
+
+class CodeTableProcessor(Processor):
+    """A processor of several request codes, each with its own handler (Java's `switch (request.getCode())`);
+    `codes` are the ones to register it for."""
+
+    def __init__(self, handlers: dict[int, Handler]) -> None:
+        self._handlers = handlers
+
+    @property
+    def codes(self) -> tuple[int, ...]:
+        return tuple(self._handlers)
+
+    def process(self, channel: Channel, request: RemotingCommand) -> None:
+        self._handlers[request.code](channel, request)
+
+
 @dataclass
 class _Route:
     processor: Processor
     executor: BoundedExecutor | None
+
+
+def listen(host: str, port: int, backlog: int) -> socket.socket:
+    """A TCP socket listening on `host:port` (SO_REUSEADDR, as Netty's and the HA service's server sockets)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(backlog)
+    return sock
+
+
+def close_socket(sock: socket.socket) -> None:
+    """Shut both directions down first, so that a thread blocked in `accept`, `recv` or `sendall` on `sock` returns
+    at once (an error when it was closed already is no matter), then close it."""
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    sock.close()
 
 
 class RemotingServer:
@@ -159,21 +192,13 @@ class RemotingServer:
         self._routes[int(code)] = _Route(processor, executor)
 
     def start(self) -> None:
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((self.host, self.port))
-        sock.listen(BACKLOG)
-        self._listener = sock
+        self._listener = listen(self.host, self.port, BACKLOG)
         threading.Thread(target=self._accept, name=f"{self.name}Boss", daemon=True).start()
 
     def shutdown(self) -> None:
         self._stopped.set()
         if self._listener is not None:
-            try:
-                self._listener.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            self._listener.close()
+            close_socket(self._listener)
         for ch in list(self._channels):
             ch.close()
 

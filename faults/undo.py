@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from faults.busy import BUSY_TIMEOUT_S, umount_when_free
 from faults.docker.ops import DOCKER_OPS
 from faults.errors import UndoError
+from faults.journal import Journal
 from faults.system import cgroupfs, mounts, swapfiles
 from faults.system.procs import ProcId, tagged, terminate, with_descendants
 from faults.target import NodeControl, build_from_factory, pid_source_from_json
@@ -226,4 +227,16 @@ def run_ops(ops: list[dict], ctx: UndoContext | None = None) -> list[dict]:
         results.append({"op": op["op"], "result": outcome})
         if step and ctx.on_step:
             ctx.on_step(step, "ok", {"result": outcome}, None)
+    return results
+
+
+def undo_entry(journal: Journal, entry_id: str, how: str = "destroyed") -> list[dict] | None:
+    """Replay the undo of the open journal entry `entry_id` and mark it done with `how` (what a journaled resource's
+    `destroy` does). None when the entry is unknown or done already, so a second call is harmless; an `UndoError`
+    leaves the entry open for `cleanup`."""
+    entry = journal.get(entry_id)
+    if entry is None or entry.done:
+        return None
+    results = run_ops(entry.undo)
+    journal.done(entry_id, how)
     return results

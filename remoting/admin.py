@@ -13,8 +13,6 @@ from remoting.errors import MQClientException, RemotingCommandException
 from remoting.headers import (
     AUTO_CREATE_TOPIC_KEY_TOPIC,
     CreateTopicRequestHeader,
-    GetMaxOffsetRequestHeader,
-    GetMinOffsetRequestHeader,
     UnregisterClientRequestHeader,
 )
 from remoting.profiles import ClientProfile
@@ -70,16 +68,6 @@ class BrokerAdmin(BrokerCaller):
             return {str(k): str(v) for k, v in table.items()}
         except (ValueError, AttributeError, RecursionError, UnicodeDecodeError) as e:
             raise RemotingCommandException(f"runtime info body does not parse: {e}") from None
-
-    def get_max_offset(self, addr: str, topic: str, queue_id: int, timeout_ms: float | None = None) -> int:
-        """GET_MAX_OFFSET: the consume queue's max offset (one past the last message)."""
-        return self.query_offset(addr, RequestCode.GET_MAX_OFFSET, GetMaxOffsetRequestHeader(topic, queue_id),
-                                 timeout_ms)
-
-    def get_min_offset(self, addr: str, topic: str, queue_id: int, timeout_ms: float | None = None) -> int:
-        """GET_MIN_OFFSET."""
-        return self.query_offset(addr, RequestCode.GET_MIN_OFFSET, GetMinOffsetRequestHeader(topic, queue_id),
-                                 timeout_ms)
 
     def heartbeat(self, addr: str, client_id: str, producer_groups: list[str] = (),
                   consumer_groups: list[dict] = (), timeout_ms: float | None = None) -> int:

@@ -8,10 +8,10 @@ from typing import Self
 
 from remoting.acl import AclCredentials
 from remoting.client import RemotingClient
-from remoting.codes import ResponseCode
+from remoting.codes import RequestCode, ResponseCode
 from remoting.command import RemotingCommand
 from remoting.errors import MQBrokerException
-from remoting.headers import CommandHeader, OffsetResponseHeader
+from remoting.headers import CommandHeader, GetMaxOffsetRequestHeader, GetMinOffsetRequestHeader, OffsetResponseHeader
 from remoting.profiles import ClientProfile, resolve_profile
 
 
@@ -53,3 +53,13 @@ class BrokerCaller:
         """GET_MAX_OFFSET / GET_MIN_OFFSET (`header` names the topic and queue): the answer's offset."""
         response = self.ok(self.invoke(addr, code, header.to_fields(), timeout_ms=timeout_ms), addr)
         return int(OffsetResponseHeader.from_fields(response.ext_fields).offset or 0)
+
+    def get_max_offset(self, addr: str, topic: str, queue_id: int, timeout_ms: float | None = None) -> int:
+        """GET_MAX_OFFSET: the consume queue's max offset (one past the last message)."""
+        return self.query_offset(addr, RequestCode.GET_MAX_OFFSET, GetMaxOffsetRequestHeader(topic, queue_id),
+                                 timeout_ms)
+
+    def get_min_offset(self, addr: str, topic: str, queue_id: int, timeout_ms: float | None = None) -> int:
+        """GET_MIN_OFFSET."""
+        return self.query_offset(addr, RequestCode.GET_MIN_OFFSET, GetMinOffsetRequestHeader(topic, queue_id),
+                                 timeout_ms)

@@ -19,11 +19,7 @@ REPO=$(cd "$HERE/../.." && pwd)
 CACHE=${RMQ_IMAGE_CACHE:-/var/cache/rmq-chaos/image}
 REPOSITORY=${RMQ_EMULATOR_IMAGE:-rmq-chaos/rocketmq-emulator}
 DOCKER=${DOCKER:-docker}
-SUITE=bookworm
 INCLUDE=python3
-IMAGE_UID=3000
-VERSION_RE='^(4\.9\.[0-8]|5\.[0-3]\.[0-9]{1,2})$'
-TRIM=(var/cache/apt/archives var/lib/apt/lists usr/share/doc usr/share/man usr/share/info usr/share/locale)
 
 die() { echo "build-emulator-image.sh: $*" >&2; exit 2; }
 # shellcheck source=compose/image/lib.sh
@@ -36,7 +32,7 @@ for arg in "$@"; do
     --force) force=1 ;;
     -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     -*) die "unknown option $arg; allowed: --force" ;;
-    *) [[ "$arg" =~ $VERSION_RE ]] || die "version '$arg' not supported; allowed: 4.9.0-4.9.8, 5.0.x-5.3.x"
+    *) check_version "$arg"
        versions+=("$arg") ;;
   esac
 done

@@ -27,10 +27,6 @@ CACHE=${RMQ_IMAGE_CACHE:-/var/cache/rmq-chaos/image}
 REPOSITORY=${RMQ_JVM_IMAGE:-rmq-chaos/rocketmq-jvm}
 JRE=${RMQ_JRE_PACKAGE:-openjdk-17-jre-headless}
 DOCKER=${DOCKER:-docker}
-SUITE=bookworm
-IMAGE_UID=3000
-VERSION_RE='^(4\.9\.[0-8]|5\.[0-3]\.[0-9]{1,2})$'
-TRIM=(var/cache/apt/archives var/lib/apt/lists usr/share/doc usr/share/man usr/share/info usr/share/locale)
 
 die() { echo "build-jvm-image.sh: $*" >&2; exit 2; }
 # shellcheck source=compose/image/lib.sh
@@ -47,7 +43,7 @@ while [ $# -gt 0 ]; do
     -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
     -*) die "unknown option $1; allowed: --force, --dist DIR" ;;
     *) [ -z "$version" ] || die "one version only (got $version and $1)"
-       [[ "$1" =~ $VERSION_RE ]] || die "version '$1' not supported; allowed: 4.9.0-4.9.8, 5.0.x-5.3.x"
+       check_version "$1"
        version=$1 ;;
   esac
   shift

@@ -1,10 +1,21 @@
 # shellcheck shell=bash
-# Shared by build-emulator-image.sh and build-jvm-image.sh (sourced, not run): where Debian packages come from,
-# the checks before a build, and the cached debootstrap tree with the official image's user.
+# Shared by build-emulator-image.sh and build-jvm-image.sh (sourced, not run): the Debian suite, the official image's
+# uid and the versions both images are built for, where Debian packages come from, the checks before a build, and
+# the cached debootstrap tree with the official image's user.
 #
 # The Debian mirror is the one this machine's apt uses for the suite (`apt-get indextargets`: what apt itself reads
 # from sources.list, sources.list.d/*.list and *.sources, so an internal mirror works as it is); DEBIAN_MIRROR
 # overrides it. No mirror host is named here.
+
+SUITE=bookworm
+IMAGE_UID=3000
+VERSION_RE='^(4\.9\.[0-8]|5\.[0-3]\.[0-9]{1,2})$'
+TRIM=(var/cache/apt/archives var/lib/apt/lists usr/share/doc usr/share/man usr/share/info usr/share/locale)
+
+# check_version VERSION: dies with one line unless VERSION is one the images are built for
+check_version() {
+  [[ "$1" =~ $VERSION_RE ]] || die "version '$1' not supported; allowed: 4.9.0-4.9.8, 5.0.x-5.3.x"
+}
 
 # apt_mirror SUITE: the URI of the archive that apt on this machine uses for SUITE's main component
 apt_mirror() {

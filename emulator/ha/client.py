@@ -11,6 +11,7 @@ import time
 
 from emulator.logs import store_log
 from emulator.safepoint import VM_STATE
+from emulator.server import close_socket
 
 READ_MAX_BUFFER_SIZE = 1024 * 1024 * 4
 SELECT_S = 1.0
@@ -94,11 +95,7 @@ class HAClient(threading.Thread):
     def _close_master(self) -> None:
         sock, self.sock = self.sock, None
         if sock is not None:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            sock.close()
+            close_socket(sock)
             self.last_write = 0
             self.buf = bytearray()
 

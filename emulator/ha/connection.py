@@ -11,6 +11,7 @@ import time
 
 from emulator.logs import store_log
 from emulator.safepoint import VM_STATE
+from emulator.server import close_socket
 from emulator.wakeup import Wakeup
 
 READ_MAX_BUFFER_SIZE = 1024 * 1024
@@ -44,11 +45,7 @@ class HAConnection:
         self._close()
 
     def _close(self) -> None:
-        try:
-            self.sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-        self.sock.close()
+        close_socket(self.sock)
 
     # --- slave -> master: offset reports ----------------------------------------------------------------------
     def _read(self) -> None:

@@ -4,12 +4,12 @@ reaches theirs. 4.9.1 gives each request `syncFlushTimeout` from the moment the 
 The loop sleeps up to 1000 ms between checks unless an ack wakes it; timeouts are logged with the version's words."""
 from __future__ import annotations
 
-import threading
 import time
 
 from emulator.logs import store_log
 from emulator.safepoint import VM_STATE
 from emulator.server import flush_gathered, responses_gathered
+from emulator.service_thread import RequestServiceThread
 from emulator.store.flush import GroupCommitRequest
 from emulator.wakeup import Wakeup
 
@@ -17,42 +17,27 @@ WAIT_FOR_RUNNING_S = 0.010
 NOTIFY_WAIT_S = 1.0
 
 
-class GroupTransferService(threading.Thread):
+class GroupTransferService(RequestServiceThread):
     def __init__(self, ha) -> None:
-        super().__init__(name="GroupTransferService", daemon=True)
+        super().__init__("GroupTransferService")
         self.ha = ha
         self.profile = ha.store.profile
         self.config = ha.store.config
-        self._write: list[GroupCommitRequest] = []
-        self._lock = threading.Lock()
-        self.wake = Wakeup()
         self.transfer = Wakeup()
-        self.stopped = False
-
-    def put_request(self, request: GroupCommitRequest) -> None:
-        with self._lock:
-            self._write.append(request)
-        self.wake.set()
 
     def notify_transfer_some(self) -> None:
         self.transfer.set()
 
-    def pending(self) -> int:
-        return len(self._write)
-
     def shutdown(self) -> None:
-        self.stopped = True
-        self.wake.set()
+        super().shutdown()
         self.transfer.set()
 
     def run(self) -> None:
         store_log.info("GroupTransferService service started")
         while not self.stopped:
-            self.wake.wait(WAIT_FOR_RUNNING_S)
-            self.wake.clear()
+            self.wait_for_running(WAIT_FOR_RUNNING_S)
             VM_STATE.poll()
-            with self._lock:
-                requests, self._write = self._write, []
+            requests: list[GroupCommitRequest] = self.swap_requests()
             with responses_gathered():
                 for req in requests:
                     self._wait(req)

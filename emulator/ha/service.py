@@ -19,9 +19,13 @@ import threading
 import time
 
 from emulator.config.broker_config import bind_address
+from emulator.durations import Durations
 from emulator.ha.group_transfer import GroupTransferService
 from emulator.logs import store_log
+from emulator.server import close_socket, listen
 from emulator.store.flush import GroupCommitRequest
+
+HA_BACKLOG = 64
 
 
 class HAService:
@@ -41,22 +45,15 @@ class HAService:
         self._listener: socket.socket | None = None
         self._stopped = False
         self._zero_since_ns = 0
-        self.zero_periods = 0
-        """times the count came back from zero after a connection had been counted out"""
-        self.zero_last_ns = 0
-        self.zero_max_ns = 0
+        self.zero_periods = Durations()
+        """the times the count came back from zero after a connection had been counted out"""
 
     @property
     def stopped(self) -> bool:
         return self._stopped
 
     def start(self) -> None:
-        port = self.config.get_int("haListenPort")
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((bind_address(), port))
-        sock.listen(64)
-        self._listener = sock
+        self._listener = listen(bind_address(), self.config.get_int("haListenPort"), HA_BACKLOG)
         threading.Thread(target=self._accept, name="AcceptSocketService", daemon=True).start()
         self.group_transfer.start()
         if self.client is not None:
@@ -67,11 +64,7 @@ class HAService:
         if self.client is not None:
             self.client.shutdown()
         if self._listener is not None:
-            try:
-                self._listener.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            self._listener.close()
+            close_socket(self._listener)
         for conn in self.connections():
             conn.shutdown()
         self.group_transfer.shutdown()
@@ -103,11 +96,8 @@ class HAService:
         with self._lock:
             self.connection_count += 1
             if self.connection_count == 1 and self._zero_since_ns:
-                gap = time.perf_counter_ns() - self._zero_since_ns
+                self.zero_periods.record(time.perf_counter_ns() - self._zero_since_ns)
                 self._zero_since_ns = 0
-                self.zero_periods += 1
-                self.zero_last_ns = gap
-                self.zero_max_ns = max(self.zero_max_ns, gap)
 
     def remove_connection(self, conn, count_down: bool = True) -> None:
         """Forget `conn`; with `count_down`, connectionCount - 1 (the read side ending, as in Java)."""

@@ -10,7 +10,7 @@ from emulator.config.properties import format_properties, parse_properties
 from emulator.logs import broker_log
 from emulator.processors.context import BrokerContext
 from emulator.processors.runtime_info import runtime_table
-from emulator.server import Channel, Processor
+from emulator.server import Channel, CodeTableProcessor
 from emulator.topics import topic_config
 from remoting import fastjson
 from remoting.codes import RequestCode, ResponseCode
@@ -19,10 +19,10 @@ from remoting.command import RemotingCommand
 NOT_SET = "not set any response code"
 
 
-class AdminProcessor(Processor):
+class AdminProcessor(CodeTableProcessor):
     def __init__(self, ctx: BrokerContext) -> None:
         self.ctx = ctx
-        self._handlers = {
+        super().__init__({
             RequestCode.UPDATE_AND_CREATE_TOPIC: self._create_topic,
             RequestCode.GET_ALL_TOPIC_CONFIG: self._all_topics,
             RequestCode.UPDATE_BROKER_CONFIG: self._update_config,
@@ -30,14 +30,7 @@ class AdminProcessor(Processor):
             RequestCode.GET_BROKER_RUNTIME_INFO: self._runtime_info,
             RequestCode.GET_MAX_OFFSET: self._max_offset,
             RequestCode.GET_MIN_OFFSET: self._min_offset,
-        }
-
-    @property
-    def codes(self) -> tuple[int, ...]:
-        return tuple(self._handlers)
-
-    def process(self, channel: Channel, request: RemotingCommand) -> None:
-        self._handlers[request.code](channel, request)
+        })
 
     def _create_topic(self, channel: Channel, request: RemotingCommand) -> None:
         ext = request.ext_fields or {}

@@ -9,7 +9,7 @@ import time
 
 from emulator.consumer_manager import ClientChannelInfo
 from emulator.processors.context import BrokerContext
-from emulator.server import Channel, Processor
+from emulator.server import Channel, CodeTableProcessor
 from emulator.topics import PERM_READ, PERM_WRITE
 from remoting import fastjson
 from remoting.codes import RequestCode, ResponseCode
@@ -36,10 +36,10 @@ def hashmap_ordered_queues(queues: list[MessageQueue]) -> list[MessageQueue]:
     return sorted(queues, key=lambda mq: (message_queue_hash(mq) ^ (message_queue_hash(mq) >> 16)) & mask)
 
 
-class ConsumerManageProcessor(Processor):
+class ConsumerManageProcessor(CodeTableProcessor):
     def __init__(self, ctx: BrokerContext) -> None:
         self.ctx = ctx
-        self._handlers = {
+        super().__init__({
             RequestCode.HEART_BEAT: self._heartbeat,
             RequestCode.UNREGISTER_CLIENT: self._unregister,
             RequestCode.GET_CONSUMER_LIST_BY_GROUP: self._consumer_list,
@@ -49,14 +49,7 @@ class ConsumerManageProcessor(Processor):
             RequestCode.GET_ALL_CONSUMER_OFFSET: self._all_offsets,
             RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: self._all_groups,
             RequestCode.GET_ALL_DELAY_OFFSET: self._all_delay_offsets,
-        }
-
-    @property
-    def codes(self) -> tuple[int, ...]:
-        return tuple(self._handlers)
-
-    def process(self, channel: Channel, request: RemotingCommand) -> None:
-        self._handlers[request.code](channel, request)
+        })
 
     # --- clients ------------------------------------------------------------------------------------------------
     def _heartbeat(self, channel: Channel, request: RemotingCommand) -> None:

@@ -11,9 +11,9 @@ from emulator.config.broker_config import BrokerConfig
 from emulator.logs import store_log
 from emulator.safepoint import VM_STATE
 from emulator.server import flush_gathered, responses_gathered
+from emulator.service_thread import RequestServiceThread, ServiceThread
 from emulator.store.completion import Completion
 from emulator.store.mapped_file_queue import MappedFileQueue
-from emulator.wakeup import Wakeup
 
 GROUP_COMMIT_WAIT_S = 0.010
 OS_PAGE_SIZE = 4096
@@ -35,42 +35,21 @@ class GroupCommitRequest:
         self.completion.complete(status)
 
 
-class _Service(threading.Thread):
-    def __init__(self, name: str) -> None:
-        super().__init__(name=name, daemon=True)
-        self.wake = Wakeup()
-        self.stopped = False
-
-    def shutdown(self) -> None:
-        self.stopped = True
-        self.wake.set()
-
-
-class GroupCommitService(_Service):
+class GroupCommitService(RequestServiceThread):
     def __init__(self, queue: MappedFileQueue) -> None:
         super().__init__("GroupCommitService")
         self.queue = queue
-        self._write: list[GroupCommitRequest] = []
-        self._lock = threading.Lock()
-
-    def put_request(self, request: GroupCommitRequest) -> None:
-        with self._lock:
-            self._write.append(request)
-        self.wake.set()
 
     def run(self) -> None:
         store_log.info("GroupCommitService service started")
         while not self.stopped:
-            self.wake.wait(GROUP_COMMIT_WAIT_S)
-            self.wake.clear()
-            with self._lock:
-                requests, self._write = self._write, []
+            self.wait_for_running(GROUP_COMMIT_WAIT_S)
+            requests: list[GroupCommitRequest] = self.swap_requests()
             try:
                 self._do_commit(requests)
             except OSError as e:
                 store_log.warning("GroupCommitService service has exception. %s", e)
-                with self._lock:
-                    self._write[:0] = [r for r in requests if not r.completion.done]
+                self.put_back([r for r in requests if not r.completion.done])
                 time.sleep(GROUP_COMMIT_WAIT_S)
 
     def _do_commit(self, requests: list[GroupCommitRequest]) -> None:
@@ -90,7 +69,7 @@ class GroupCommitService(_Service):
                 req.wakeup_customer("PUT_OK" if ok else "FLUSH_DISK_TIMEOUT")
 
 
-class FlushDiskWatcher(_Service):
+class FlushDiskWatcher(ServiceThread):
     """4.9.3+: a SYNC_FLUSH request still waiting at its deadline completes with FLUSH_DISK_TIMEOUT."""
 
     def __init__(self) -> None:
@@ -120,7 +99,7 @@ class FlushDiskWatcher(_Service):
                 self._pending[:0] = keep
 
 
-class FlushRealTimeService(_Service):
+class FlushRealTimeService(ServiceThread):
     def __init__(self, queue: MappedFileQueue, config: BrokerConfig) -> None:
         super().__init__("FlushRealTimeService")
         self.queue, self.config = queue, config
@@ -134,8 +113,7 @@ class FlushRealTimeService(_Service):
             if time.monotonic() - self._last_thorough >= self.config.get_int("flushCommitLogThoroughInterval") / 1e3:
                 self._last_thorough = time.monotonic()
                 least_pages = 0
-            self.wake.wait(interval)
-            self.wake.clear()
+            self.wait_for_running(interval)
             dirty = self.queue.max_offset() - self.queue.flushed_where
             if dirty > 0 and dirty >= least_pages * OS_PAGE_SIZE:
                 try:
@@ -144,18 +122,17 @@ class FlushRealTimeService(_Service):
                     store_log.warning("FlushRealTimeService service has exception. %s", e)
 
 
-class CommitRealTimeService(_Service):
+class CommitRealTimeService(ServiceThread):
     """Copies the transient-pool write buffers into their files; a full, committed file gives its buffer back."""
 
-    def __init__(self, queue: MappedFileQueue, config: BrokerConfig, give_back, flush_service: _Service) -> None:
+    def __init__(self, queue: MappedFileQueue, config: BrokerConfig, give_back, flush_service: ServiceThread) -> None:
         super().__init__("CommitRealTimeService")
         self.queue, self.config, self.give_back, self.flush_service = queue, config, give_back, flush_service
 
     def run(self) -> None:
         store_log.info("CommitRealTimeService service started")
         while not self.stopped:
-            self.wake.wait(self.config.get_int("commitIntervalCommitLog") / 1000.0)
-            self.wake.clear()
+            self.wait_for_running(self.config.get_int("commitIntervalCommitLog") / 1000.0)
             VM_STATE.poll()
             try:
                 for mf in list(self.queue.files):

@@ -4,12 +4,11 @@ the dispatch there until valid bytes appear, as on a 4.9.1 slave."""
 from __future__ import annotations
 
 import struct
-import threading
 
 from emulator.logs import store_log
 from emulator.safepoint import VM_STATE
+from emulator.service_thread import ServiceThread
 from emulator.store.commitlog import CommitLog
-from emulator.wakeup import Wakeup
 from remoting.hashmap import java_string_hash
 from remoting.message import string_to_properties
 from remoting.stored import BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2
@@ -47,26 +46,20 @@ def parse_dispatch(buf: bytes, pos: int) -> tuple[int, str, int, int, int, int] 
     return size, topic, queue_id, queue_offset, phy, tags_code
 
 
-class ReputService(threading.Thread):
+class ReputService(ServiceThread):
     def __init__(self, commitlog: CommitLog, store) -> None:
-        super().__init__(name="ReputMessageService", daemon=True)
+        super().__init__("ReputMessageService")
         self.commitlog = commitlog
         self.store = store
         self.reput_from = 0
-        self.wake = Wakeup()
-        self._stopped = False
         self._warned_at = -1
-
-    def shutdown(self) -> None:
-        self._stopped = True
-        self.wake.set()
 
     def behind(self) -> int:
         return self.commitlog.max_offset() - self.reput_from
 
     def run(self) -> None:
         store_log.info("ReputMessageService service started")
-        while not self._stopped:
+        while not self.stopped:
             VM_STATE.poll()
             try:
                 progressed = self.do_reput()
@@ -74,8 +67,7 @@ class ReputService(threading.Thread):
                 store_log.warning("ReputMessageService service has exception. %s", e)
                 progressed = False
             if not progressed:
-                self.wake.wait(IDLE_WAIT_S)
-                self.wake.clear()
+                self.wait_for_running(IDLE_WAIT_S)
 
     def do_reput(self) -> bool:
         """Dispatch what is readable now; True if anything moved."""

@@ -120,17 +120,14 @@ def release(state_dir: Path) -> str | None:
     """Remove this process's holder (its journal entry done); None when there is none. This process stays in the
     namespace, which lives until its last process ends."""
     from faults.journal import Journal
-    from faults.undo import run_ops
+    from faults.undo import undo_entry
 
     entry_id = os.environ.get(ENTRY_ENV)
     if not entry_id:
         return None
-    journal = Journal(state_dir)
-    entry = journal.get(entry_id)
-    if entry is None or entry.done:
+    results = undo_entry(Journal(state_dir), entry_id)
+    if results is None:
         return None
-    results = run_ops(entry.undo)
-    journal.done(entry_id, "destroyed")
     return "; ".join(str(r.get("result")) for r in results)
 
 

@@ -11,7 +11,7 @@ from faults.docker import engine
 from faults.docker.ops import PROJECT_LABEL
 from faults.errors import ToolError
 from faults.journal import Journal
-from faults.undo import run_ops
+from faults.undo import undo_entry
 
 KIND = "resource:compose_project"
 SERVICE_LABEL = "com.docker.compose.service"
@@ -66,9 +66,4 @@ class ComposeProject:
         """`down -v` and a sweep of anything left with the project's label; idempotent."""
         if not self.entry_id or self.journal is None:
             return []
-        entry = self.journal.get(self.entry_id)
-        if entry is None or entry.done:
-            return []
-        results = run_ops(entry.undo)
-        self.journal.done(self.entry_id, "destroyed")
-        return results
+        return undo_entry(self.journal, self.entry_id) or []

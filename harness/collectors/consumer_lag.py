@@ -6,13 +6,13 @@ which neither answered writes no row for that group. `lag_of` gives the drain it
 call."""
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from analysis.contract import CONSUMER_LAG_SCHEMA, PartWriter
+from harness.collectors.periodic import PeriodicCollector
 
 INTERVAL_S = 1.0
 STATS_TIMEOUT_MS = 800
@@ -58,37 +58,25 @@ def lag_of(rows: list[dict[str, Any]] | None) -> int | None:
     return None if rows is None else sum(r["lag"] for r in rows)
 
 
-class ConsumerLagCollector:
+class ConsumerLagCollector(PeriodicCollector):
     """Start with `start()`, end with `stop()` (writes the last rows). `latest` holds each group's last rows."""
+
+    THREAD_NAME = "rmq-consumer-lag"
 
     def __init__(self, run_id: str, lag_dir: str | Path, groups: list[str], fetch: StatsFetch,
                  interval_s: float = INTERVAL_S) -> None:
-        self.run_id = run_id
+        super().__init__(run_id, PartWriter(lag_dir, WORKER_NAME, CONSUMER_LAG_SCHEMA, batch_rows=FLUSH_ROWS), interval_s)
         self.groups = list(groups)
         self.fetch = fetch
-        self.interval_s = interval_s
-        self.writer = PartWriter(lag_dir, WORKER_NAME, CONSUMER_LAG_SCHEMA, batch_rows=FLUSH_ROWS)
-        self.rows = 0
         self.latest: dict[str, list[dict[str, Any]]] = {}
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
 
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._loop, name="rmq-consumer-lag", daemon=True)
-        self._thread.start()
+    def join_timeout_s(self) -> float:
+        """A round may wait for two brokers per group."""
+        return self.interval_s * 5 + 2 * STATS_TIMEOUT_MS / 1000 * len(self.groups)
 
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=self.interval_s * 5 + 2 * STATS_TIMEOUT_MS / 1000 * len(self.groups))
-        self.writer.close()
-
-    def _loop(self) -> None:
-        next_t = time.monotonic()
-        while not self._stop.is_set():
-            self.collect_once()
-            next_t = max(next_t + self.interval_s, time.monotonic() - self.interval_s)
-            self._stop.wait(max(0.0, next_t - time.monotonic()))
+    def next_due(self, due: float) -> float:
+        """Never more than one interval behind: rounds missed while brokers did not answer are not made up."""
+        return max(due + self.interval_s, time.monotonic() - self.interval_s)
 
     def collect_once(self) -> dict[str, int | None]:
         """One round over every group, now; returns each group's lag (None: no broker answered)."""
@@ -99,9 +87,7 @@ class ConsumerLagCollector:
             if rows is None:
                 continue
             self.latest[group] = rows
-            for row in rows:
-                self.writer.add({"run_id": self.run_id, **row})
-            self.rows += len(rows)
+            self.write_rows([{"run_id": self.run_id, **row} for row in rows])
         return lags
 
     def lags(self) -> dict[str, int | None]:

@@ -4,7 +4,6 @@ carries `slave_fallbehind_bytes` = master commitLogMaxOffset - slave commitLogMa
 with real brokers, which have no such key). A broker that does not answer within the second gets null figures."""
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -14,6 +13,7 @@ from typing import Any
 
 from analysis.contract import METRICS_SCHEMA, PartWriter
 from harness.collectors.broker_figures import broker_figures
+from harness.collectors.periodic import PeriodicCollector
 from harness.collectors.process_sampler import ProcessSampler
 
 INTERVAL_S = 1.0
@@ -35,39 +35,23 @@ RuntimeFetch = Callable[[str], Mapping[str, str] | None]
 """`fetch(addr)` -> the runtime table, or None when the broker did not answer (must not raise)."""
 
 
-class MetricsCollector:
+class MetricsCollector(PeriodicCollector):
     """Start with `start()`, end with `stop()` (writes the last rows). Thread-safe to stop from a signal path."""
+
+    THREAD_NAME = "rmq-metrics"
 
     def __init__(self, run_id: str, metrics_dir: str | Path, nodes: list[MetricsNode], fetch: RuntimeFetch,
                  interval_s: float = INTERVAL_S) -> None:
-        self.run_id = run_id
+        super().__init__(run_id, PartWriter(metrics_dir, WORKER_NAME, METRICS_SCHEMA,
+                                            batch_rows=FLUSH_ROWS * max(1, len(nodes))), interval_s)
         self.nodes = nodes
         self.fetch = fetch
-        self.interval_s = interval_s
-        self.writer = PartWriter(metrics_dir, WORKER_NAME, METRICS_SCHEMA, batch_rows=FLUSH_ROWS * max(1, len(nodes)))
         self.samplers = {n.name: ProcessSampler(n.pids) for n in nodes}
-        self.rows = 0
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
         self._pool = ThreadPoolExecutor(max_workers=max(1, len(nodes)), thread_name_prefix="rmq-metrics")
 
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._loop, name="rmq-metrics", daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=self.interval_s * 5)
+    def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
-        self.writer.close()
-
-    def _loop(self) -> None:
-        next_t = time.monotonic()
-        while not self._stop.is_set():
-            self.collect_once()
-            next_t += self.interval_s
-            self._stop.wait(max(0.0, next_t - time.monotonic()))
+        super().close()
 
     def collect_once(self) -> list[dict[str, Any]]:
         """One row per node, now."""
@@ -93,7 +77,5 @@ class MetricsCollector:
             for row in rows:
                 if row["node"] == "slave":
                     row["slave_fallbehind_bytes"] = max(0, master - slave)
-        for row in rows:
-            self.writer.add(row)
-        self.rows += len(rows)
+        self.write_rows(rows)
         return rows

@@ -9,7 +9,7 @@ from faults.errors import FaultRefused
 from faults.journal import Journal
 from faults.system import cgroupfs
 from faults.system.tools import require_root
-from faults.undo import run_ops
+from faults.undo import run_ops, undo_entry
 
 KIND = "resource:cgroups"
 DEFAULT_CONTROLLERS = ("memory", "blkio", "freezer", "cpu")
@@ -62,12 +62,7 @@ class NodeCgroups:
 
     def destroy(self) -> list[dict]:
         """Kill remaining members, remove the groups and the empty run dirs above them. Idempotent."""
-        entry = self.journal.get(self.entry_id)
-        if entry is None or entry.done:
-            return []
-        results = run_ops(entry.undo)
-        self.journal.done(self.entry_id, "destroyed")
-        return results
+        return undo_entry(self.journal, self.entry_id) or []
 
 
 def _enable_v2(path: str, controllers: tuple[str, ...]) -> None:

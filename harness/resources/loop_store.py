@@ -6,11 +6,11 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from faults.errors import FaultRefused, UndoError
+from faults.errors import FaultRefused
 from faults.journal import Journal
 from faults.system import mounts
 from faults.system.tools import require_root
-from faults.undo import run_ops
+from faults.undo import run_ops, undo_entry
 
 KIND = "resource:loop_store"
 DEFAULT_OPTIONS = "errors=remount-ro"
@@ -64,12 +64,4 @@ class LoopStore:
 
     def destroy(self) -> list[dict]:
         """Unmount, detach, delete the image (and the mount point if we made it). Idempotent."""
-        entry = self.journal.get(self.entry_id)
-        if entry is None or entry.done:
-            return []
-        try:
-            results = run_ops(entry.undo)
-        except UndoError:
-            raise
-        self.journal.done(self.entry_id, "destroyed")
-        return results
+        return undo_entry(self.journal, self.entry_id) or []

@@ -8,7 +8,7 @@ from faults.errors import FaultRefused
 from faults.journal import Journal
 from faults.system import swapfiles
 from faults.system.tools import require_root
-from faults.undo import run_ops
+from faults.undo import run_ops, undo_entry
 
 KIND = "resource:swap_file"
 MIN_SIZE = 40 << 10
@@ -40,9 +40,4 @@ class SwapFile:
         return cls(path, size_bytes, entry, journal)
 
     def destroy(self) -> list[dict]:
-        entry = self.journal.get(self.entry_id)
-        if entry is None or entry.done:
-            return []
-        results = run_ops(entry.undo)
-        self.journal.done(self.entry_id, "destroyed")
-        return results
+        return undo_entry(self.journal, self.entry_id) or []

@@ -20,7 +20,7 @@ from remoting.consumer.allocation import subscribe_queues
 from remoting.consumer.headers import GetConsumerListByGroupRequestHeader
 from remoting.consumer.subscription import consumer_data, is_retry_topic
 from remoting.errors import MQClientException, RemotingCommandException, RemotingError
-from remoting.headers import MASTER_ID, GetMaxOffsetRequestHeader, UnregisterClientRequestHeader
+from remoting.headers import MASTER_ID, UnregisterClientRequestHeader
 from remoting.namesrv import NameServerClient
 from remoting.profiles import ClientProfile
 from remoting.route import MessageQueue, TopicRouteData
@@ -182,7 +182,7 @@ class ClientInstance(BrokerCaller):
     def max_offset(self, mq: MessageQueue) -> int:
         """GET_MAX_OFFSET to the queue's master (`findBrokerAddressInPublish`)."""
         addr = resolve_addr(self.find_broker_addr_in_publish, self.update_route, mq)
-        return self.query_offset(addr, RequestCode.GET_MAX_OFFSET, GetMaxOffsetRequestHeader(mq.topic, mq.queue_id))
+        return self.get_max_offset(addr, mq.topic, mq.queue_id)
 
     # -- scheduled tasks ----------------------------------------------------------------------------------------
 

@@ -11,7 +11,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from remoting.consumer.offset_store import RemoteBrokerOffsetStore
 from remoting.consumer.process_queue import ProcessQueue
@@ -48,19 +48,18 @@ class ConsumeContext:
 Listener = Callable[[list[MessageExt], ConsumeContext], object]
 
 
+@dataclass(eq=False)
 class ConsumeMessageConcurrentlyService:
     """`listener(msgs, ctx)` is set before `start()`; `stop` ends the consumes waiting to run again."""
 
-    def __init__(self, group: str, consume_threads: int, offsets: RemoteBrokerOffsetStore, send_back: SendBack,
-                 counters: ConsumerCounters, stop: threading.Event) -> None:
-        self.group = group
-        self.consume_threads = consume_threads
-        self.offsets = offsets
-        self.send_back = send_back
-        self.counters = counters
-        self.listener: Listener | None = None
-        self._stop = stop
-        self._executor: ThreadPoolExecutor | None = None
+    group: str
+    consume_threads: int
+    offsets: RemoteBrokerOffsetStore
+    send_back: SendBack
+    counters: ConsumerCounters
+    stop: threading.Event
+    listener: Listener | None = field(default=None, init=False)
+    _executor: ThreadPoolExecutor | None = field(default=None, init=False, repr=False)
 
     def start(self) -> None:
         self._executor = ThreadPoolExecutor(self.consume_threads, thread_name_prefix=f"ConsumeMessageThread_{self.group}")
@@ -73,7 +72,7 @@ class ConsumeMessageConcurrentlyService:
     def submit(self, msgs: list[MessageExt], pq: ProcessQueue, ctx: ConsumeContext) -> None:
         """`submitConsumeRequest`: one consume request per message, each with its own copy of the context."""
         executor = self._executor
-        if executor is None or self._stop.is_set():
+        if executor is None or self.stop.is_set():
             return
         try:
             for msg in msgs:  # consumeMessageBatchMaxSize 1
@@ -139,6 +138,6 @@ class ConsumeMessageConcurrentlyService:
     def _consume_later(self, msgs: list[MessageExt], pq: ProcessQueue, ctx: ConsumeContext) -> None:
         """`submitConsumeRequestLater`: the same messages again after 5 s, here."""
         def later() -> None:
-            if not self._stop.wait(CONSUME_AGAIN_DELAY_S):
+            if not self.stop.wait(CONSUME_AGAIN_DELAY_S):
                 self.submit(msgs, pq, ctx)
         threading.Thread(target=later, daemon=True, name="ConsumeAgainLater").start()

@@ -17,8 +17,6 @@ from remoting.command import RemotingCommand
 from remoting.errors import MQBrokerException, MQClientException, RemotingCommandException
 from remoting.headers import (
     PULL_FLAG_SUBSCRIPTION,
-    GetMaxOffsetRequestHeader,
-    GetMinOffsetRequestHeader,
     PullMessageRequestHeader,
     PullMessageResponseHeader,
 )
@@ -102,7 +100,7 @@ class PullConsumer(BrokerCaller):
         SYSTEM_ERROR; `RemotingCommandException` for a body that does not decode; timeouts, refused connections) after
         yielding the messages of the pages before, and `MQClientException` when the broker keeps answering without
         moving on."""
-        offset = self.min_offset(addr, topic, queue_id) if start_offset is None else start_offset
+        offset = self.get_min_offset(addr, topic, queue_id) if start_offset is None else start_offset
         stalls = 0
         while True:
             result = self.pull(addr, topic, queue_id, offset, batch)
@@ -121,13 +119,3 @@ class PullConsumer(BrokerCaller):
                 raise MQClientException.wrapping(
                     f"pull from {addr} {topic}:{queue_id} stays at offset {offset}: {result.status} "
                     f"({result.remark}), min {result.min_offset}, max {result.max_offset}", None)
-
-    def max_offset(self, addr: str, topic: str, queue_id: int, timeout_ms: float | None = None) -> int:
-        """GET_MAX_OFFSET."""
-        return self.query_offset(addr, RequestCode.GET_MAX_OFFSET, GetMaxOffsetRequestHeader(topic, queue_id),
-                                 timeout_ms)
-
-    def min_offset(self, addr: str, topic: str, queue_id: int, timeout_ms: float | None = None) -> int:
-        """GET_MIN_OFFSET."""
-        return self.query_offset(addr, RequestCode.GET_MIN_OFFSET, GetMinOffsetRequestHeader(topic, queue_id),
-                                 timeout_ms)

@@ -4,6 +4,7 @@ pull requests, written by the rebalance, read by the pulls, the offset persistin
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass, field
 
 from remoting.consumer.process_queue import ProcessQueue
 from remoting.consumer.stats import QueueStats
@@ -16,24 +17,21 @@ def mq_str(mq: MessageQueue) -> str:
     return f"MessageQueue [topic={mq.topic}, brokerName={mq.broker_name}, queueId={mq.queue_id}]"
 
 
+@dataclass(slots=True, eq=False)
 class PullRequest:
     """One assigned queue: its process queue, the next offset to pull and its counters."""
 
-    __slots__ = ("group", "mq", "pq", "next_offset", "broker_id", "pulls", "pull_errors", "fc_count", "fc_size",
-                 "fc_span", "thread")
-
-    def __init__(self, group: str, mq: MessageQueue, next_offset: int) -> None:
-        self.group = group
-        self.mq = mq
-        self.pq = ProcessQueue()
-        self.next_offset = next_offset
-        self.broker_id = MASTER_ID
-        self.pulls = 0
-        self.pull_errors = 0
-        self.fc_count = 0
-        self.fc_size = 0
-        self.fc_span = 0
-        self.thread: threading.Thread | None = None
+    group: str
+    mq: MessageQueue
+    next_offset: int
+    pq: ProcessQueue = field(default_factory=ProcessQueue)
+    broker_id: int = MASTER_ID
+    pulls: int = 0
+    pull_errors: int = 0
+    fc_count: int = 0
+    fc_size: int = 0
+    fc_span: int = 0
+    thread: threading.Thread | None = None
 
     def __str__(self) -> str:
         return f"PullRequest [consumerGroup={self.group}, messageQueue={mq_str(self.mq)}, nextOffset={self.next_offset}]"

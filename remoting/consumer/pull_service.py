@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from dataclasses import dataclass
 
 from remoting.consumer.consume_service import ConsumeContext, ConsumeMessageConcurrentlyService
 from remoting.consumer.flow_control import FlowControl
@@ -26,19 +27,17 @@ PULL_DELAY_WHEN_FLOW_CONTROL_S = 0.05  # PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL
 OFFSET_ILLEGAL_FIX_DELAY_S = 10.0  # the OFFSET_ILLEGAL branch's executeTaskLater(..., 10000)
 
 
+@dataclass(eq=False)
 class PullMessageService:
     """`subscriptions`: the consumer's table topic -> SubscriptionData; `stop` ends every pull thread."""
 
-    def __init__(self, api: PullAPIWrapper, flow_control: FlowControl, offsets: RemoteBrokerOffsetStore,
-                 table: ProcessQueueTable, consume: ConsumeMessageConcurrentlyService, subscriptions: dict[str, dict],
-                 stop: threading.Event) -> None:
-        self.api = api
-        self.flow_control = flow_control
-        self.offsets = offsets
-        self.table = table
-        self.consume = consume
-        self.subscriptions = subscriptions
-        self._stop = stop
+    api: PullAPIWrapper
+    flow_control: FlowControl
+    offsets: RemoteBrokerOffsetStore
+    table: ProcessQueueTable
+    consume: ConsumeMessageConcurrentlyService
+    subscriptions: dict[str, dict]
+    stop: threading.Event
 
     def dispatch(self, req: PullRequest) -> None:
         """`executePullRequestImmediately`: start the queue's pull thread."""
@@ -48,13 +47,13 @@ class PullMessageService:
         req.thread.start()
 
     def _pull_loop(self, req: PullRequest) -> None:
-        while not self._stop.is_set() and not req.pq.dropped:
+        while not self.stop.is_set() and not req.pq.dropped:
             try:
                 delay = self.pull_once(req)
             except Exception:  # noqa: BLE001 - never let a pull thread die silently
                 log.exception("pull of %s failed", req)
                 delay = PULL_DELAY_WHEN_EXCEPTION_S
-            if delay and self._stop.wait(delay):
+            if delay and self.stop.wait(delay):
                 return
 
     def pull_once(self, req: PullRequest) -> float:
@@ -79,7 +78,7 @@ class PullMessageService:
             result = self.api.pull_kernel(addr, broker_id, mq, sub, req.next_offset, commit_offset)
         except (RemotingError, MQClientException) as e:
             req.pull_errors += 1
-            if self._stop.is_set():
+            if self.stop.is_set():
                 return 0.0
             if not is_retry_topic(mq.topic):
                 log.warning("execute the pull request exception, %s: %s", req, e)
@@ -87,7 +86,7 @@ class PullMessageService:
         pulled_ns = time.time_ns()
         req.pulls += 1
         msgs = self.api.process_pull_result(mq, result, sub)
-        if self._stop.is_set() or pq.dropped:
+        if self.stop.is_set() or pq.dropped:
             return 0.0
         if result.status == "FOUND":
             req.next_offset = result.next_begin_offset
@@ -104,7 +103,7 @@ class PullMessageService:
         log.warning("the pull request offset illegal, %s %s", req, result.remark)
         req.next_offset = result.next_begin_offset
         pq.dropped = True
-        if not self._stop.wait(OFFSET_ILLEGAL_FIX_DELAY_S):
+        if not self.stop.wait(OFFSET_ILLEGAL_FIX_DELAY_S):
             self.offsets.update(mq, req.next_offset, False)
             self.offsets.persist(mq)
             self.table.remove(req)  # the next rebalance adds it again from the stored offset

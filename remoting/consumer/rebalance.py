@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from remoting.command import RemotingCommand
 from remoting.consumer.allocation import allocate_averagely, sort_queues
@@ -23,23 +24,24 @@ from remoting.route import MessageQueue
 log = logging.getLogger("rmq_chaos.consumer")
 
 
+@dataclass(eq=False)
 class RebalanceImpl:
     """`dispatch(req)` starts the pulls of a queue newly assigned; `stop` ends the rebalance thread."""
 
-    def __init__(self, instance: ClientInstance, offsets: RemoteBrokerOffsetStore, table: ProcessQueueTable,
-                 dispatch: Callable[[PullRequest], None], counters: ConsumerCounters, stop: threading.Event, *,
-                 consume_from: str, interval_s: float) -> None:
-        self.instance = instance
-        self.group = instance.group
-        self.offsets = offsets
-        self.table = table
-        self.dispatch = dispatch
-        self.counters = counters
-        self.consume_from = consume_from
-        self.interval_s = interval_s
-        self._stop = stop
-        self._now = threading.Event()
-        self._lock = threading.Lock()
+    instance: ClientInstance
+    offsets: RemoteBrokerOffsetStore
+    table: ProcessQueueTable
+    dispatch: Callable[[PullRequest], None]
+    counters: ConsumerCounters
+    stop: threading.Event
+    consume_from: str = field(kw_only=True)
+    interval_s: float = field(kw_only=True)
+    group: str = field(init=False)
+    _now: threading.Event = field(default_factory=threading.Event, init=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.group = self.instance.group
 
     # -- RebalanceService ---------------------------------------------------------------------------------------
 
@@ -60,10 +62,10 @@ class RebalanceImpl:
         return None
 
     def _run(self) -> None:
-        while not self._stop.is_set():
+        while not self.stop.is_set():
             self._now.wait(self.interval_s)
             self._now.clear()
-            if self._stop.is_set():
+            if self.stop.is_set():
                 return
             try:
                 self.do_rebalance()
@@ -110,7 +112,7 @@ class RebalanceImpl:
                 changed = True
                 log.info("doRebalance, %s, remove unnecessary mq, %s", self.group, mq_str(mq))
         for mq in sorted(mq_set - set(current), key=lambda q: (q.broker_name, q.queue_id)):
-            if self._stop.is_set():
+            if self.stop.is_set():
                 break
             self.offsets.remove(mq)  # removeDirtyOffset
             next_offset = self.compute_pull_from_where(mq)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import logging
 import threading
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from remoting.codes import RequestCode
 from remoting.consumer.client_instance import CLIENT_INNER_PRODUCER_GROUP, ClientInstance
@@ -25,6 +27,9 @@ from remoting.message import (
 )
 from remoting.stored import MessageExt
 
+if TYPE_CHECKING:
+    from remoting.producer import Producer
+
 log = logging.getLogger("rmq_chaos.consumer")
 
 SEND_BACK_TIMEOUT_MS = 5000
@@ -32,15 +37,14 @@ PROPERTY_ORIGIN_MESSAGE_ID = "ORIGIN_MESSAGE_ID"
 PROPERTY_MAX_RECONSUME_TIMES = "MAX_RECONSUME_TIMES"
 
 
+@dataclass(eq=False)
 class SendBack:
-    def __init__(self, instance: ClientInstance, group: str, max_reconsume_times: int,
-                 counters: ConsumerCounters) -> None:
-        self.instance = instance
-        self.group = group
-        self.max_reconsume_times = max_reconsume_times
-        self.counters = counters
-        self._lock = threading.Lock()
-        self._producer = None
+    instance: ClientInstance
+    group: str
+    max_reconsume_times: int
+    counters: ConsumerCounters
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+    _producer: Producer | None = field(default=None, init=False, repr=False)
 
     def send(self, msg: MessageExt, delay_level: int, broker_name: str) -> bool:
         """Send `msg` (pulled from a queue of `broker_name`) back; False when both ways failed."""
@@ -73,7 +77,7 @@ class SendBack:
             log.error("sendMessageBack exception, group: %s msg: %s: %s", self.group, origin_msg_id, e)
             return False
 
-    def producer(self):
+    def producer(self) -> Producer:
         """The inner producer, made on first use."""
         with self._lock:
             if self._producer is None:

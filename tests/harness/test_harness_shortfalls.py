@@ -169,7 +169,7 @@ def test_sigint_in_a_fault_phase_stops_the_load_before_the_revert(tmp_path: Path
 
 UNDELIVERABLE = """\
 name: undeliverable
-cluster: {version: "4.9.1", store_size: 64MiB}
+cluster: {version: "4.9.1", store_size: 64MiB, broker: {common: {mappedFileSizeCommitLog: 4194304}}}
 load:
   model: open
   rate: 200000

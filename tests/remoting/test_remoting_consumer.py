@@ -76,7 +76,7 @@ def test_iter_queue_pages_through_the_whole_queue(queue_broker, consumer):
     assert messages[0].store_host == broker.addr
     pulls = broker.requests_with(RequestCode.PULL_MESSAGE)
     assert [int(p.ext_fields["queueOffset"]) for p in pulls] == [5, 37, 69, 80]
-    assert consumer.max_offset(broker.addr, TOPIC, 0) == 80 and consumer.min_offset(broker.addr, TOPIC, 0) == 5
+    assert consumer.get_max_offset(broker.addr, TOPIC, 0) == 80 and consumer.get_min_offset(broker.addr, TOPIC, 0) == 5
 
 
 def test_iter_queue_moves_past_a_too_small_offset_and_stops_past_the_end(queue_broker, consumer):
