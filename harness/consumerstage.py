@@ -66,6 +66,15 @@ def consumer_count(addr: str, group: str, timeout_ms: float = LIST_TIMEOUT_MS) -
     return len(json.loads(response.body.decode("utf-8")).get("consumerIdList") or [])
 
 
+def _last_words(log_path: Any) -> str:
+    """`: <the last line of its log>; see <log>` (or just where the log is)."""
+    try:
+        lines = [ln for ln in open(log_path, encoding="utf-8", errors="replace").read().splitlines()[-20:] if ln]
+    except OSError:
+        lines = []
+    return (f": {lines[-1][:300]}" if lines else "") + f"; see {log_path}"
+
+
 class GroupControl:
     """Every process of a group as one node control (`consumer:<group>`): stop ends each live one, start restarts
     each that is down (through the fleet), wait_ready waits until the master lists the group's consumers."""
@@ -134,6 +143,7 @@ class ConsumerStage:
         self.closed = False
         self.targets: dict[str, NodeTarget] = {}
         self._watching = threading.Event()
+        self._on_lost: Any = None
 
     # --- workers ---------------------------------------------------------------------------------------------
     def note_procs(self) -> None:
@@ -157,6 +167,7 @@ class ConsumerStage:
         waited = self._wait_listed()
         self.lag = ConsumerLagCollector(run_id, self.rd.layout.consumer_lag, [g.name for g in self.section.groups],
                                         broker_stats_fetch(self.addrs))
+        self.lag.on_failure = lambda error: self._on_lost and self._on_lost(error, time.time_ns())
         self.lag.start()
         event = {"groups": {g.name: g.consumers for g in self.section.groups}, "workers": sorted(self.fleet.workers),
                  "pids": {w: h.pid for w, h in self.fleet.workers.items()}, **waited}
@@ -218,6 +229,8 @@ class ConsumerStage:
 
     def watch(self, on_lost: Any, intended: Any) -> None:
         """Report (once) a consumer process that ended on its own; see the module docstring."""
+        self._on_lost = on_lost
+
         def loop() -> None:
             while not self._watching.wait(WATCH_S):
                 for name, w in list(self.fleet.workers.items()):
@@ -226,7 +239,7 @@ class ConsumerStage:
                     code = w.proc.returncode
                     how = f"killed by {signal.Signals(-code).name}" if code is not None and code < 0 \
                         else f"exit {code}"
-                    on_lost(f"consumer process {name} (pid {w.pid}) ended on its own ({how}); see {w.log_path}",
+                    on_lost(f"consumer process {name} (pid {w.pid}) ended on its own ({how}){_last_words(w.log_path)}",
                             time.time_ns())
                     return
 

@@ -151,6 +151,7 @@ class Runner:
             progress.step("cluster: starting name server, master, slave")
             backend.up(progress.step)
             stage.collector = backend.start_collectors()
+            stage.collector.on_failure = lambda error: self._watch.fail("metrics", error)
             targets = dict(backend.targets)
             if self.scenario.consumers.groups:
                 self._start_consumers(rd, backend, journal, stage, progress)

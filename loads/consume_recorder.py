@@ -90,6 +90,24 @@ class ConsumeRecorder:
         self._closed = False
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self.on_failure: Any = None
+        """Called once with one line when the deliveries can no longer be journaled or written (the process then
+        has to end: a delivery it cannot record must not be acknowledged)."""
+        self.failure: str | None = None
+
+    def _failed(self, err: OSError, what: str) -> None:
+        if self.failure is None:
+            self.failure = f"{(err.strerror or str(err)).lower()} writing {what}"
+            log.error("%s", self.failure)
+            if self.on_failure is not None:
+                self.on_failure(self.failure)
+
+    def _journal(self, record: dict[str, Any]) -> None:
+        try:
+            os.write(self._fd, (json.dumps(record, separators=(",", ":")) + "\n").encode())
+        except OSError as err:
+            self._failed(err, f"consume journal {self.journal}")
+            raise
 
     @property
     def in_listener(self) -> int:
@@ -108,7 +126,7 @@ class ConsumeRecorder:
                 return None
             ids = list(range(self._next_id, self._next_id + len(rows)))
             self._next_id += len(rows)
-            os.write(self._fd, (json.dumps({"d": ids[0], "rows": rows}, separators=(",", ":")) + "\n").encode())
+            self._journal({"d": ids[0], "rows": rows})
             for i, row in zip(ids, rows, strict=True):
                 self._open[i] = row
         return ids
@@ -120,8 +138,7 @@ class ConsumeRecorder:
         with self._lock:
             if self._closed:
                 return
-            os.write(self._fd, (json.dumps({"r": ids, "done_ns": done_ns, "result": result},
-                                           separators=(",", ":")) + "\n").encode())
+            self._journal({"r": ids, "done_ns": done_ns, "result": result})
             for i in ids:
                 row = self._open.pop(i, None)
                 if row is not None:
@@ -131,6 +148,9 @@ class ConsumeRecorder:
         while not self._stop.wait(self.interval_s):
             try:
                 self.flush()
+            except OSError as err:  # the rows stay journaled; the process is told and ends
+                self._failed(err, f"consume rows to {self.directory}")
+                return
             except Exception:  # the rows stay buffered (and journaled) for the next attempt
                 log.exception("writing consume rows failed")
 

@@ -56,6 +56,7 @@ class ConsumerMain:
         self.worker = args.worker
         self.run_id = args.run_id
         self.recorder = ConsumeRecorder(args.run_dir, self.worker)
+        self.recorder.on_failure = recorder_failed
         self.behaviour = Behaviour(self.spec, args.control, seed=self.worker)
         self.stopping = threading.Event()
         self.consumer: Any = None
@@ -153,6 +154,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--drain-s", type=float, default=DEFAULT_DRAIN_S, help="how long a stop waits for listeners")
     p.add_argument("--factory", default=DEFAULT_FACTORY, help="module:callable building the push consumer")
     return p.parse_args(argv)
+
+
+EXIT_RECORDS = 3
+"""The consumer's deliveries could not be recorded: it ends at once, acknowledging nothing more (the harness sees
+the exit and stops the run)."""
+
+
+def recorder_failed(error: str) -> None:
+    print(f"consumer: {error}; ending at once", file=sys.stderr, flush=True)
+    os._exit(EXIT_RECORDS)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,7 +1,8 @@
 """`PeriodicCollector`: a collector that samples once a second beside the load and writes rows of its run into a
 `PartWriter` (`write_rows`, counted in `rows`). `start()` starts its thread; each round calls `collect_once()`,
 paced from the start (a round that overran is made up at once, see `next_due`); `stop()` ends it, waits for the
-round under way at most `join_timeout_s()`, then `close()`s (the writer writes its last rows)."""
+round under way at most `join_timeout_s()`, then `close()`s (the writer writes its last rows). When its rows can no
+longer be written (a full disk, an I/O error), the thread ends and `on_failure` is called once with one line."""
 from __future__ import annotations
 
 import threading
@@ -19,6 +20,9 @@ class PeriodicCollector:
         self.writer = writer
         self.interval_s = interval_s
         self.rows = 0
+        self.on_failure: Any = None
+        """Called once (from the collector's thread) with one line when its rows cannot be written."""
+        self.failure: str | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -31,8 +35,19 @@ class PeriodicCollector:
         self.rows += len(rows)
 
     def close(self) -> None:
-        """After the thread has ended (or the join timed out): the last rows written."""
-        self.writer.close()
+        """After the thread has ended (or the join timed out): the last rows written (a failure reported, not
+        raised)."""
+        try:
+            self.writer.close()
+        except OSError as err:
+            self._failed(err)
+
+    def _failed(self, err: OSError) -> None:
+        if self.failure is None:
+            self.failure = f"{(err.strerror or str(err)).lower()} writing {self.THREAD_NAME.removeprefix('rmq-')} " \
+                           f"rows to {self.writer.directory}"
+            if self.on_failure is not None:
+                self.on_failure(self.failure)
 
     def join_timeout_s(self) -> float:
         return self.interval_s * 5
@@ -54,6 +69,10 @@ class PeriodicCollector:
     def _loop(self) -> None:
         due = time.monotonic()
         while not self._stop.is_set():
-            self.collect_once()
+            try:
+                self.collect_once()
+            except OSError as err:  # its rows cannot be written: stop sampling, say so once
+                self._failed(err)
+                return
             due = self.next_due(due)
             self._stop.wait(max(0.0, due - time.monotonic()))
