@@ -70,6 +70,9 @@ class Runner:
         self._signal: str | None = None
         self._watch: RunWatch | None = None
         self._warned: set[str] = set()
+        self._cut_ns: int | None = None
+        """Wall time the run was cut short (a signal, a harness failure): rows intended from then are `interrupted`."""
+        self._labelled = False
         self._dropped_before = 0
         self.kept: Any = None
 
@@ -82,6 +85,7 @@ class Runner:
                 self._progress.step(f"{name}: cleaning up, please wait (faults are being reverted)", "yellow")
             return
         self._signal = name
+        self._cut_ns = self._cut_ns or time.time_ns()
         if self._watch is not None:
             self._watch.interrupt(name)
         self._stop.set()
@@ -172,9 +176,11 @@ class Runner:
                 self._read_back(rd, backend, progress)
             driver.revert("after_readback")
         except RunInterrupted as sig:
+            self._label_cut(stage)
             status, error = STATUS_INTERRUPTED, f"signal {sig}"
             rd.event("run_interrupted", signal=str(sig), **self._where())
         except HarnessFailed as err:
+            self._label_cut(stage)
             status, error = STATUS_FAILED, str(err)
             progress.step(error, "red")
         except Exception as err:  # noqa: BLE001 - any failure ends the run cleanly and is recorded
@@ -268,6 +274,16 @@ class Runner:
             progress.step(f"{phase}: the load is {lag_ms / 1000:.1f} s behind its schedule (bound {bound_s:g} s)",
                           "yellow")
 
+    def _label_cut(self, stage: _Stage) -> None:
+        """Rows intended from the moment the run was cut short are labelled `interrupted` (once, at once)."""
+        if self._labelled or stage.load is None or stage.load_stopped or not stage.load.running:
+            return
+        self._labelled = True
+        if self._cut_ns is None:
+            failure = self._watch.failure_ns if self._watch is not None else None
+            self._cut_ns = failure or time.time_ns()
+        stage.load.set_phase(INTERRUPTED_PHASE, at_ns=self._cut_ns)
+
     def _where(self) -> dict[str, Any]:
         """The phase the run is in and how far into it (for interrupt and failure events)."""
         watch = self._watch
@@ -325,9 +341,8 @@ class Runner:
                 errors.append(f"{what}: {type(err).__name__}: {err}")
                 progress.step(f"{what} failed: {err}", "red")
 
-        cut_short = self._signal is not None or (self._watch is not None and self._watch.failure is not None)
-        if cut_short and stage.load is not None and not stage.load_stopped and stage.load.running:
-            attempt("label the rows after the interrupt", lambda: stage.load.set_phase(INTERRUPTED_PHASE))
+        if self._signal is not None or (self._watch is not None and self._watch.failure is not None):
+            attempt("label the rows after the interrupt", lambda: self._label_cut(stage))
         attempt("stop load", lambda: self._stop_load(rd, stage))  # before anything changes the cluster back
         if stage.consumers is not None:
             attempt("stop consumers", stage.consumers.stop)

@@ -33,6 +33,7 @@ class RunWatch:
         self.run_root = run_root
         self.stop = stop
         self.failure: str | None = None
+        self.failure_ns: int | None = None
         self.part: str | None = None
         self.signal: str | None = None
         self._phase: tuple[str, int] | None = None  # (name, wall ns of its start)
@@ -73,6 +74,7 @@ class RunWatch:
             self.failure = (f"{self.run_root}: {error}{where}; the run was stopped"
                             + (f"; rows up to then are in {rows}" if rows else ""))
             self.part = part
+            self.failure_ns = at_ns
         self.stop.set()
         if self._events is not None and part != "events":
             try:

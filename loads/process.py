@@ -179,10 +179,13 @@ class LoadProcess:
                                 stdout=stdout if stdout is not None else log_file, stderr=log_file,
                                 start_new_session=True, close_fds=True)
 
-    def set_phase(self, name: str, rate: float | None = None, timeout_s: float = COMMAND_TIMEOUT_S) -> dict:
-        """Phase `name` is current from now on, in every worker; `rate` (sends/s of the whole load; None: the
-        phase's rate in the spec, else unchanged) applies from now. Rows are labelled by their intended time."""
-        return self._command(control.CMD_PHASE, name=name, rate=rate, at_ns=time.time_ns(), timeout_s=timeout_s)
+    def set_phase(self, name: str, rate: float | None = None, timeout_s: float = COMMAND_TIMEOUT_S,
+                  at_ns: int | None = None) -> dict:
+        """Phase `name` is current from now on (or from wall `at_ns`, a moment just past), in every worker; `rate`
+        (sends/s of the whole load; None: the phase's rate in the spec, else unchanged) applies from then. Rows are
+        labelled by their intended time."""
+        return self._command(control.CMD_PHASE, name=name, rate=rate, at_ns=at_ns or time.time_ns(),
+                             timeout_s=timeout_s)
 
     def stats(self) -> dict[str, Any]:
         """The latest progress figures: `rate`, `outcomes`, `p99_ms`, `lag_p99_ms`, `fired`, `completed`,
