@@ -23,6 +23,7 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from analysis.arguments import add_arguments  # noqa: E402
+from analysis.contract import os_error_words
 from analysis.errors import RunDirError  # noqa: E402
 from analysis.rundir import RunDir, open_run_dir  # noqa: E402
 
@@ -131,7 +132,7 @@ def run_from_args(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     except OSError as err:  # a full disk, a read-only or vanished directory: one line, the verdict is unknown
         where = f": {err.filename}" if err.filename else ""
-        console.print(f"rmq-chaos report: cannot write the report: {(err.strerror or str(err)).lower()}{where}",
+        console.print(f"rmq-chaos report: cannot write the report: {os_error_words(err)}{where}",
                       markup=False, highlight=False, soft_wrap=True)
         return EXIT_UNKNOWN
     except Exception as err:  # noqa: BLE001 - a crash must not read as "an expectation failed" (exit 1)

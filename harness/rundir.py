@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from analysis.contract import RunLayout, append_event, make_event
+from analysis.contract import RunLayout, append_event, make_event, os_error_words
 from harness.scenario import Scenario
 
 RUN_ID_TIME = "%Y%m%dT%H%M%SZ"
@@ -90,7 +90,7 @@ class RunDir:
                     raise
                 if not self.failed:
                     self.failed = True
-                    self.on_failure(f"{(err.strerror or str(err)).lower()} writing events to {self.layout.events}")
+                    self.on_failure(f"{os_error_words(err)} writing events to {self.layout.events}")
 
     def events(self) -> list[dict[str, Any]]:
         """The events written so far (a torn last line, from a crash, is skipped)."""

@@ -23,7 +23,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from analysis.contract import CONSUME_SCHEMA, PART_NAME_RE, write_part
+from analysis.contract import CONSUME_SCHEMA, PART_NAME_RE, os_error_words, write_part
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +97,7 @@ class ConsumeRecorder:
 
     def _failed(self, err: OSError, what: str) -> None:
         if self.failure is None:
-            self.failure = f"{(err.strerror or str(err)).lower()} writing {what}"
+            self.failure = f"{os_error_words(err)} writing {what}"
             log.error("%s", self.failure)
             if self.on_failure is not None:
                 self.on_failure(self.failure)

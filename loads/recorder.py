@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from analysis.contract import PART_NAME_RE, REQUEST_SCHEMA, SCHEDULE_SCHEMA, write_part
+from analysis.contract import PART_NAME_RE, REQUEST_SCHEMA, SCHEDULE_SCHEMA, os_error_words, write_part
 from loads.histogram import LogHistogram
 from loads.phasebook import PhaseBook
 from loads.tally import BatchSummary
@@ -50,8 +50,7 @@ PHASE_GRACE_NS = 200_000_000
 
 def write_error(err: BaseException, what: str, where: str | Path) -> str:
     """One line for a failed write: `no space left on device writing request rows to <dir>`."""
-    reason = (err.strerror or str(err)) if isinstance(err, OSError) else f"{type(err).__name__}: {err}"
-    return f"{reason[:1].lower()}{reason[1:]} writing {what} to {where}"
+    return f"{os_error_words(err)} writing {what} to {where}"
 
 
 def harness_key(run_id: str, worker: str, seq: int | str) -> str:
@@ -231,7 +230,10 @@ class RequestRecorder:
         if self._gevent:
             from gevent import get_hub
 
-            return get_hub().threadpool.apply(fn, args)
+            ok, value = get_hub().threadpool.apply(_caught, (fn, *args))
+            if not ok:
+                raise value  # raised here, in the greenlet: the pool's thread never prints it (stderr may be full)
+            return value
         return fn(*args)
 
     def _give(self, rows: list[tuple]) -> None:
@@ -307,6 +309,14 @@ class RequestRecorder:
             arrays[name] = pa.array(cols[name], pa.string())
         table = pa.table([arrays[f.name] for f in REQUEST_SCHEMA], schema=REQUEST_SCHEMA)
         return table, latency_ms, ((start - intended) / NS_PER_MS)[scheduled]
+
+
+def _caught(fn: Callable, *args) -> tuple[bool, object]:
+    """`(True, fn(*args))`, or `(False, the exception)`: what the writer thread hands back to the event loop."""
+    try:
+        return True, fn(*args)
+    except BaseException as err:  # noqa: BLE001 - handed back and raised in the caller's greenlet
+        return False, err
 
 
 def _current():

@@ -18,6 +18,14 @@ _part_lock = threading.Lock()
 _part_counters: dict[tuple[str, str], itertools.count] = {}
 
 
+def os_error_words(err: BaseException) -> str:
+    """An OS error in lower-case words (`no space left on device`), from its errno where it has one (pyarrow's
+    messages wrap the system's: "Error writing bytes to file. Detail: [errno 28] ...")."""
+    if isinstance(err, OSError) and err.errno:
+        return os.strerror(err.errno).lower()
+    return (getattr(err, "strerror", None) or str(err) or type(err).__name__).lower()
+
+
 def new_part_path(directory: str | os.PathLike[str], worker: str) -> Path:
     """A `part-<worker>-<n>.parquet` path in `directory` that no file and no earlier call of this process used.
 

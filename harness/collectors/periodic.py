@@ -9,7 +9,7 @@ import threading
 import time
 from typing import Any
 
-from analysis.contract import PartWriter
+from analysis.contract import PartWriter, os_error_words
 
 
 class PeriodicCollector:
@@ -44,7 +44,7 @@ class PeriodicCollector:
 
     def _failed(self, err: OSError) -> None:
         if self.failure is None:
-            self.failure = f"{(err.strerror or str(err)).lower()} writing {self.THREAD_NAME.removeprefix('rmq-')} " \
+            self.failure = f"{os_error_words(err)} writing {self.THREAD_NAME.removeprefix('rmq-')} " \
                            f"rows to {self.writer.directory}"
             if self.on_failure is not None:
                 self.on_failure(self.failure)
