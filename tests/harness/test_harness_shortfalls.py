@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 from pathlib import Path
@@ -87,12 +88,7 @@ def test_a_full_run_directory_stops_the_run_at_once(tmp_path: Path, small_fs: Pa
     try:
         wait_for_event(out, lambda e: e.get("event") == "phase_start" and e.get("phase") == "calm", START_S, proc)
         filler = small_fs / "filler"
-        with open(filler, "wb") as f:  # another process fills the disk, as in the field
-            try:
-                while True:
-                    f.write(b"\0" * (1 << 20))
-            except OSError:
-                pass
+        _fill(filler)  # another process fills the disk, as in the field
         _, err = proc.communicate(timeout=300)
         assert proc.returncode == 2, err
         run_dir = run_dir_of(out)
@@ -108,6 +104,20 @@ def test_a_full_run_directory_stops_the_run_at_once(tmp_path: Path, small_fs: Pa
         assert_nothing_left(state, run_dir.name)
     finally:
         end_run(proc, state)
+
+
+def _fill(path: Path) -> None:
+    """Write until not a byte more fits (smaller and smaller writes, unbuffered)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        for size in (1 << 20, 1 << 16, 1 << 12, 512, 1):
+            try:
+                while True:
+                    os.write(fd, b"\0" * size)
+            except OSError:
+                continue
+    finally:
+        os.close(fd)
 
 
 def test_a_killed_load_process_stops_the_run_and_nothing_lost_is_not_held(tmp_path: Path) -> None:
