@@ -32,6 +32,8 @@ class BrokerLayout:
     store_root: Path
     namesrv_addr: str
     ha_master_address: str | None = None
+    host: str = HOST
+    """the address of the broker's host (brokerIP1/brokerIP2): 127.0.0.1 here, the host's on another machine"""
 
     @property
     def broker_id(self) -> int:
@@ -39,7 +41,7 @@ class BrokerLayout:
 
     @property
     def addr(self) -> str:
-        return f"{HOST}:{self.listen_port}"
+        return f"{self.host}:{self.listen_port}"
 
 
 def broker_properties(cluster: ClusterSpec, layout: BrokerLayout) -> dict[str, Any]:
@@ -49,8 +51,8 @@ def broker_properties(cluster: ClusterSpec, layout: BrokerLayout) -> dict[str, A
         "brokerName": cluster.broker_name,
         "brokerId": layout.broker_id,
         "namesrvAddr": layout.namesrv_addr,
-        "brokerIP1": HOST,
-        "brokerIP2": HOST,
+        "brokerIP1": layout.host,
+        "brokerIP2": layout.host,
         "listenPort": layout.listen_port,
         "haListenPort": layout.ha_port,
         "storePathRootDir": str(layout.store_root),

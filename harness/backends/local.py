@@ -13,10 +13,9 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from faults.target import NodeTarget
 from harness.backends.base import NODE_ORDER, ClusterBackend
-from harness.backends.brokerconf import BrokerLayout, broker_properties, namesrv_properties, render
-from harness.backends.localnode import STOP_TIMEOUT_S, BrokerNode
+from harness.backends.brokerconf import BrokerLayout, broker_properties, namesrv_properties
+from harness.backends.hosted_node import HostedNode, NodeSpec
 from harness.backends.ports import HOST, PortPicker
 from harness.backends.programs import Program
 from harness.rundir import RunDir
@@ -45,48 +44,31 @@ class LocalBackend(ClusterBackend):
         ha_master = None
         if self.use_relay():
             ha_master = self.start_relay(f"{HOST}:{ports['master'][1]}", f"{HOST}:{picker.one()}")
-        self._make_node("namesrv", "namesrv", namesrv_properties(c, ns_port), f"{HOST}:{ns_port}")
+        specs = [self._spec("namesrv", namesrv_properties(c, ns_port), f"{HOST}:{ns_port}")]
         for n in BROKER_NODES:
             listen, ha = ports[n]
             layout = BrokerLayout(n, listen, ha, Path(self.stores[n].mount), self.namesrv_addr,
                                   ha_master if n == "slave" else None)
-            self._make_node(n, n, broker_properties(c, layout), layout.addr, broker_id=layout.broker_id)
             self.broker_addrs[n] = layout.addr
+            specs.append(self._spec(n, broker_properties(c, layout), layout.addr, broker_id=layout.broker_id))
+        for spec in specs:
+            hosted = HostedNode.create(self.journal, spec, self.program, cgroups=self.cgroups[spec.name],
+                                       store=self.stores.get(spec.name))
+            self.nodes[spec.name] = hosted.node
+            self.log_sources[spec.name] = hosted.log_sources
+            self.targets[spec.name] = hosted.target(self.relay.extras() if self.relay and spec.role != "namesrv"
+                                                    else None)
         for n in NODE_ORDER:
             say(f"cluster: starting {n} ({self.nodes[n].addr})")
             self.nodes[n].start()
             if n != "slave":  # the slave needs its master up; the shared flow waits for it
                 self.nodes[n].wait_ready(c.ready_timeout)
 
-    def _make_node(self, name: str, role: str, props: dict[str, Any], addr: str, broker_id: int | None = None) -> None:
-        node_dir = self.work / name
-        node_dir.mkdir(parents=True, exist_ok=True)
-        conf = node_dir / f"{name}.conf"
-        conf.write_text(render(props), encoding="utf-8")
-        log_dir = node_dir / "logs"
-        log_dir.mkdir(exist_ok=True)
+    def _spec(self, name: str, props: dict[str, Any], addr: str, broker_id: int | None = None) -> NodeSpec:
         c = self.scenario.cluster
-        node = BrokerNode(journal=self.journal, name=name, argv=self.program.argv(role, conf), run_id=self.run_id,
-                          pidfile=str(node_dir / "pid"), cgroups=self.cgroups[name].dirs,
-                          env=self.program.env(version=c.version, heap=c.heap, node_dir=node_dir, log_dir=log_dir),
-                          cwd=str(node_dir), log_path=str(node_dir / "stdout.log"),
-                          ready_port=int(addr.rpartition(":")[2]), stop_timeout_s=STOP_TIMEOUT_S, role=role,
-                          addr=addr, namesrv_addr=self.namesrv_addr or None,
-                          master_addr=self.broker_addrs.get("master"), broker_id=broker_id)
-        self.nodes[name] = node
-        self.log_sources[name] = [*self.program.log_dirs(node_dir, log_dir), node_dir / "stdout.log",
-                                  node_dir / f"{name}.conf"]
-        store = self.stores.get(name)
-        extras: dict[str, Any] = {"conf": str(conf), "addr": addr}
-        if self.relay is not None and role != "namesrv":
-            extras.update(self.relay.extras())
-        host_port = addr.rpartition(":")[2]
-        self.targets[name] = NodeTarget(
-            name=name, role=role, run_id=self.run_id, pids=node.pid_source, cgroups=dict(self.cgroups[name].paths),
-            store_mount=store.mount if store else None, store_device=store.device if store else None,
-            store_image=store.image if store else None,
-            ports={"listen": int(host_port), **({"ha": int(props["haListenPort"])} if "haListenPort" in props else {})},
-            control=node, extras=extras)
+        return NodeSpec(name=name, role=name, run_id=self.run_id, node_dir=str(self.work / name), addr=addr,
+                        props=props, version=c.version, heap=c.heap, broker_id=broker_id,
+                        namesrv_addr=self.namesrv_addr, master_addr=self.broker_addrs.get("master"))
 
     def teardown_steps(self) -> Iterable[tuple[str, Callable[[], Any]]]:
         """Stop every process (slave first), then the relay and the stores, then the cgroups."""

@@ -44,7 +44,7 @@ class BrokerNode(ProcessNode, BrokerChecks):
 
     @classmethod
     def from_json(cls, data: dict, journal: Journal) -> BrokerNode:
-        keys = ("name", "argv", "run_id", "pidfile", "cgroups", "env", "cwd", "log_path", "ready_port",
+        keys = ("name", "argv", "run_id", "pidfile", "cgroups", "env", "cwd", "log_path", "ready_port", "ready_host",
                 "stop_timeout_s", "role", "addr", "namesrv_addr", "master_addr", "broker_id")
         return cls(journal=journal, **{k: data[k] for k in keys if k in data})
 

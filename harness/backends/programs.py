@@ -77,11 +77,12 @@ class Program:
         assert self.home is not None
         return [str(self.home / APACHE_BIN[kind]), "-c", str(conf)]
 
-    def env(self, *, version: str, heap: str, node_dir: Path, log_dir: Path) -> dict[str, str]:
+    def env(self, *, version: str, heap: str, node_dir: Path, log_dir: Path, bind: str = "127.0.0.1") -> dict[str, str]:
+        """The node's environment; `bind`: the address the emulator listens on (its host's)."""
         env = {"PATH": os.environ.get("PATH", PATH_ENV), "HOME": str(node_dir), "LANG": "C.UTF-8",
                "ROCKETMQ_VERSION": version, "ROCKETMQ_LOG_DIR": str(log_dir)}
         if self.kind == "emulator":
-            env.update({"HEAP_OPTS": heap, "RMQ_EMULATOR_BIND": "127.0.0.1",
+            env.update({"HEAP_OPTS": heap, "RMQ_EMULATOR_BIND": bind,
                         "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)})
         else:
             assert self.home is not None

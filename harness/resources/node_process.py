@@ -31,6 +31,7 @@ class ProcessNode:
     cwd: str | None = None
     log_path: str | None = None
     ready_port: int | None = None
+    ready_host: str = "127.0.0.1"
     stop_timeout_s: float = 10.0
     process: ManagedProcess | None = field(default=None, repr=False)
     started_pids: list[int] = field(default_factory=list, repr=False)
@@ -90,7 +91,7 @@ class ProcessNode:
         deadline = time.monotonic() + timeout_s
         while True:
             alive = bool(self.pids()) and (self.process is None or self.process.alive())
-            if alive and (self.ready_port is None or accepts(self.ready_port)):
+            if alive and (self.ready_port is None or accepts(self.ready_port, self.ready_host)):
                 return
             if not alive and self.process is not None and self.process.popen.poll() is not None:
                 raise FaultError(f"node {self.name} exited with {self.process.popen.returncode} while starting "
@@ -106,11 +107,12 @@ class ProcessNode:
     def to_json(self) -> dict:
         return {"factory": FACTORY, "name": self.name, "argv": self.argv, "run_id": self.run_id,
                 "pidfile": self.pidfile, "cgroups": self.cgroups, "env": self.env, "cwd": self.cwd,
-                "log_path": self.log_path, "ready_port": self.ready_port, "stop_timeout_s": self.stop_timeout_s}
+                "log_path": self.log_path, "ready_port": self.ready_port, "ready_host": self.ready_host,
+                "stop_timeout_s": self.stop_timeout_s}
 
     @classmethod
     def from_json(cls, data: dict, journal: Journal) -> ProcessNode:
-        keys = ("name", "argv", "run_id", "pidfile", "cgroups", "env", "cwd", "log_path", "ready_port",
+        keys = ("name", "argv", "run_id", "pidfile", "cgroups", "env", "cwd", "log_path", "ready_port", "ready_host",
                 "stop_timeout_s")
         return cls(journal=journal, **{k: data[k] for k in keys if k in data})
 
@@ -126,10 +128,10 @@ def describe_exit(code: int | None) -> str:
     return f"exit {code}"
 
 
-def accepts(port: int) -> bool:
-    """A TCP connection to 127.0.0.1:`port` succeeds within half a second."""
+def accepts(port: int, host: str = "127.0.0.1") -> bool:
+    """A TCP connection to `host`:`port` succeeds within half a second."""
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+        with socket.create_connection((host, port), timeout=0.5):
             return True
     except OSError:
         return False
