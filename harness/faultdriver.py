@@ -39,8 +39,13 @@ class FaultDriver:
         revert-all) and the error propagates."""
         from faults.registry import fault_class
 
-        cls = fault_class(spec.kind)
-        fault = cls(self.targets[spec.target], spec.params, journal=self.journal, emit=self.emit, fault_id=spec.id)
+        target = self.targets[spec.target]
+        runner = getattr(target.control, "fault_runner", None)
+        if runner is not None:  # a node on another host: its agent runs the fault there
+            fault = runner(spec, self.emit)
+        else:
+            fault = fault_class(spec.kind)(target, spec.params, journal=self.journal, emit=self.emit,
+                                           fault_id=spec.id)
         self._applying = spec
         try:
             evidence = fault.apply()

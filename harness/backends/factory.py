@@ -15,9 +15,14 @@ class BackendUnavailable(RuntimeError):
     """The chosen backend cannot run here, or the override does not fit the scenario (one line)."""
 
 
-def with_backend(scenario: Scenario, backend: str | None, image: str | None, program: str | None = None) -> Scenario:
-    """The scenario with `cluster.backend` / `cluster.image` / `cluster.program` replaced (None keeps the file's)."""
-    changes = {k: v for k, v in (("backend", backend), ("image", image), ("program", program)) if v is not None}
+def with_backend(scenario: Scenario, backend: str | None, image: str | None, program: str | None = None,
+                 hosts: str | None = None) -> Scenario:
+    """The scenario with `cluster.backend` / `.image` / `.program` / `.hosts` (an inventory file) replaced (None keeps
+    the file's)."""
+    if hosts is not None:
+        hosts = str(Path(hosts).resolve())
+    changes = {k: v for k, v in (("backend", backend), ("image", image), ("program", program), ("hosts", hosts))
+               if v is not None}
     if not changes:
         return scenario
     data = {**scenario.cluster.model_dump(mode="json", exclude_none=True), **changes}
@@ -41,6 +46,16 @@ def check(scenario: Scenario) -> None:
         except ComposeSetupError as err:
             raise BackendUnavailable(str(err)) from None
         return
+    if scenario.cluster.backend == "ssh":
+        from harness.backends.ssh import check_hosts
+        from harness.hosts.deploy import HostError
+        from harness.hosts.ssh import SshError
+
+        try:
+            check_hosts(scenario)
+        except (HostError, SshError) as err:
+            raise BackendUnavailable(str(err)) from None
+        return
     from harness.backends.programs import Program, ProgramError
 
     try:
@@ -50,11 +65,15 @@ def check(scenario: Scenario) -> None:
 
 
 def make_backend(scenario: Scenario, rd: Any, journal: Any, state_dir: Path) -> Any:
-    """A `LocalBackend` or a `ComposeBackend` for the run (nothing is started until its `up`)."""
+    """A `LocalBackend`, `ComposeBackend` or `SshBackend` for the run (nothing is started until its `up`)."""
     if scenario.cluster.backend == "compose":
         from harness.backends.compose import ComposeBackend
 
         return ComposeBackend(scenario, rd, journal, state_dir)
+    if scenario.cluster.backend == "ssh":
+        from harness.backends.ssh import SshBackend
+
+        return SshBackend(scenario, rd, journal, state_dir)
     from harness.backends.local import LocalBackend
 
     return LocalBackend(scenario, rd, journal, state_dir)

@@ -24,20 +24,21 @@ def is_free(port: int, host: str = HOST) -> bool:
 class PortPicker:
     """Hands out ports that are free now and not handed out before by this picker."""
 
-    def __init__(self, seed: int | None = None) -> None:
+    def __init__(self, seed: int | None = None, host: str = HOST) -> None:
         self._rng = random.Random(seed)
         self._taken: set[int] = set()
+        self.host = host
 
     def block(self, offsets: tuple[int, ...]) -> int:
         """A base port `p` such that every `p + offset` is free; all of them are then taken."""
         for _ in range(ATTEMPTS):
             p = self._rng.randrange(LOW + 2, HIGH - 2)
             ports = [p + o for o in offsets]
-            if any(x in self._taken for x in ports) or not all(is_free(x) for x in ports):
+            if any(x in self._taken for x in ports) or not all(is_free(x, self.host) for x in ports):
                 continue
             self._taken.update(ports)
             return p
-        raise OSError(f"no free ports {offsets} around {LOW}-{HIGH} on {HOST} after {ATTEMPTS} tries")
+        raise OSError(f"no free ports {offsets} around {LOW}-{HIGH} on {self.host} after {ATTEMPTS} tries")
 
     def one(self) -> int:
         return self.block((0,))

@@ -29,6 +29,9 @@ class MetricsNode:
     name: str
     pids: Callable[[], list[int]]
     broker_addr: str | None = None
+    sampler: Any = None
+    """what samples its processes (`sample() -> dict`): a `ProcessSampler` of `pids` here, the host agent's for a
+    node on another host"""
 
 
 RuntimeFetch = Callable[[str], Mapping[str, str] | None]
@@ -46,7 +49,7 @@ class MetricsCollector(PeriodicCollector):
                                             batch_rows=FLUSH_ROWS * max(1, len(nodes))), interval_s)
         self.nodes = nodes
         self.fetch = fetch
-        self.samplers = {n.name: ProcessSampler(n.pids) for n in nodes}
+        self.samplers = {n.name: n.sampler or ProcessSampler(n.pids) for n in nodes}
         self._pool = ThreadPoolExecutor(max_workers=max(1, len(nodes)), thread_name_prefix="rmq-metrics")
 
     def close(self) -> None:

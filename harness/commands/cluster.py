@@ -48,7 +48,10 @@ def _up(args: argparse.Namespace) -> int:
         return EXIT_INVALID
     from harness.backends.factory import BackendUnavailable, check, with_backend
     try:
-        runs = [with_backend(runs[0], args.backend, args.image, args.program)]
+        from harness.commands.run import apply_host_arguments
+
+        apply_host_arguments(args)
+        runs = [with_backend(runs[0], args.backend, args.image, args.program, args.hosts)]
         check(runs[0])
     except BackendUnavailable as err:
         print(f"{args.scenario}: {err}", file=sys.stderr)

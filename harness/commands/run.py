@@ -27,13 +27,36 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--backend", choices=("local", "compose"),
-                        help="override cluster.backend: local processes, or containers of compose/ (Docker)")
+    parser.add_argument("--backend", choices=("local", "compose", "ssh"),
+                        help="override cluster.backend: local processes, containers of compose/ (Docker), or "
+                             "processes on the hosts of an inventory (ssh)")
+    add_host_arguments(parser)
     parser.add_argument("--image", metavar="IMAGE",
                         help="compose: the image of every node (overrides cluster.image and $ROCKETMQ_IMAGE)")
     parser.add_argument("--program", choices=("emulator", "apache"),
                         help="override cluster.program: the embedded emulator, or the Apache RocketMQ binary "
                              "distribution at $ROCKETMQ_HOME (local backend)")
+
+
+def add_host_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--hosts", metavar="FILE", help="ssh: the inventory (Ansible YAML), overriding cluster.hosts")
+    parser.add_argument("--known-hosts", metavar="FILE",
+                        help="ssh: the known_hosts file host keys are checked against (default ~/.ssh/known_hosts)")
+    parser.add_argument("--accept-new-host-keys", action="store_true",
+                        help="ssh: accept (and record) the keys of hosts seen for the first time; a changed key is "
+                             "still refused")
+
+
+def apply_host_arguments(args: argparse.Namespace) -> None:
+    """Hand `--known-hosts` / `--accept-new-host-keys` to whatever runs the ssh backend (this process or a child)."""
+    import os
+
+    from harness.backends.ssh import ACCEPT_NEW_ENV, KNOWN_HOSTS_ENV
+
+    if getattr(args, "known_hosts", None):
+        os.environ[KNOWN_HOSTS_ENV] = os.path.abspath(args.known_hosts)
+    if getattr(args, "accept_new_host_keys", False):
+        os.environ[ACCEPT_NEW_ENV] = "1"
 
 
 def scenario_runs(path: str) -> list[Scenario] | None:
@@ -71,8 +94,9 @@ def run(args: argparse.Namespace) -> int:
               f"(pick one with --only)", file=sys.stderr)
         return EXIT_INVALID
     from harness.backends.factory import BackendUnavailable, check, with_backend
+    apply_host_arguments(args)
     try:
-        runs = [with_backend(r, args.backend, args.image, args.program) for r in runs]
+        runs = [with_backend(r, args.backend, args.image, args.program, args.hosts) for r in runs]
         for r in runs:
             check(r)
     except BackendUnavailable as err:
@@ -135,7 +159,7 @@ def isolate(source: str, runs: list) -> int | None:
         except compose_netns.NetnsHolderError as err:
             print(f"{source}: {err}", file=sys.stderr)
             return EXIT_INVALID
-    if any(r.cluster.program == "apache" for r in runs):
+    if any(r.cluster.program == "apache" and r.cluster.backend == "local" for r in runs):
         netns.reexec_isolated()  # Apache brokers bind 0.0.0.0: the run gets a namespace with only loopback
     return None
 

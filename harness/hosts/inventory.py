@@ -71,6 +71,15 @@ class Inventory:
         return self.hosts[name]
 
 
+def inventory_of(hosts: str | dict[str, Any] | None) -> Inventory:
+    """The inventory a scenario's `cluster.hosts` names: a file, or the inventory itself (an inline mapping)."""
+    if isinstance(hosts, dict):
+        return parse_inventory(hosts, Marks("cluster.hosts"), "cluster.hosts", Path.cwd())
+    if not hosts:
+        raise SourceError("cluster.hosts", None, (), "no inventory: give cluster.hosts or --hosts FILE")
+    return load_inventory(hosts)
+
+
 def load_inventory(path: str | Path) -> Inventory:
     """Read and check an inventory file (Ansible YAML)."""
     data, marks = load_marked(path)

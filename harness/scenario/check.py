@@ -11,7 +11,7 @@ from harness.scenario.cluster import BROKER_NODES
 from harness.scenario.consumers import is_consumer_target
 from harness.scenario.lint import lint_scenario
 from harness.scenario.model import Scenario
-from harness.scenario.reader import Marks
+from harness.scenario.reader import Marks, SourceError
 from harness.scenario.schema import first_error
 
 STORE_FAULTS = ("readonly_fs", "disk_freeze", "disk_throttle")
@@ -30,6 +30,7 @@ def check_scenario(scenario: Scenario, marks: Marks) -> None:
     _check_load(scenario, marks)
     lint_scenario(scenario, marks)
     _check_store(scenario, marks)
+    _check_hosts(scenario, marks)
 
 
 def fault_classes() -> dict[str, Any]:
@@ -89,6 +90,24 @@ def _check_load(scenario: Scenario, marks: Marks) -> None:
     except SpecError as err:
         problem = str(err).split(": load: ", 1)[-1]
         raise marks.error(("load",), f"the load generator refuses it: {problem}") from None
+
+
+def _check_hosts(scenario: Scenario, marks: Marks) -> None:
+    """Backend ssh: the inventory reads, and every host the scenario places something on is in it."""
+    if scenario.cluster.backend != "ssh":
+        return
+    from harness.hosts.inventory import inventory_of
+
+    try:
+        inventory = inventory_of(scenario.cluster.hosts)
+    except SourceError as err:
+        raise marks.error(("cluster", "hosts"), f"inventory {err.one_line()}") from None
+    places = [(("cluster", "placement", n), w.partition(":")[0]) for n, w in scenario.cluster.placement.items()]
+    places += [(("load", "hosts", i), h) for i, h in enumerate(scenario.load.hosts)]
+    for path, host in places:
+        if host not in inventory.hosts:
+            raise marks.error(path, f"host {host!r} is not in the inventory ({inventory.source}); allowed: "
+                                    f"{', '.join(sorted(inventory.hosts))}")
 
 
 def _check_store(scenario: Scenario, marks: Marks) -> None:

@@ -10,6 +10,7 @@ from pydantic import AfterValidator, Field, field_validator, model_validator
 from harness.scenario.schema import Duration, Name, Size, Strict, at
 
 NODE_NAMES = ("namesrv", "master", "slave")
+PLACE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}(:\d{1,5})?$")
 BROKER_NODES = ("master", "slave")
 IMAGE_RE = re.compile(r"^[a-z0-9]+([._-]+[a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-]+[a-z0-9]+)*)*"
                       r"(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[0-9a-f]{64})?$")
@@ -54,8 +55,14 @@ class BrokerConfSection(Strict):
 class ClusterSpec(Strict):
     """What to stand up: backend, broker program and version, per-node broker.conf overrides, store size."""
 
-    backend: Literal["local", "compose"] = Field(
-        default="local", description="local: processes on this machine; compose: containers of compose/ (Docker)")
+    backend: Literal["local", "compose", "ssh"] = Field(
+        default="local", description="local: processes on this machine; compose: containers of compose/ (Docker); "
+                                     "ssh: processes on the hosts of an inventory, through a host agent")
+    hosts: str | dict[str, Any] | None = Field(
+        default=None, description="ssh: the inventory (Ansible YAML): a file (relative to the scenario file), or the "
+                                  "inventory itself; `--hosts FILE` overrides")
+    placement: dict[str, str] = Field(
+        default={}, description="ssh: the host of each node (namesrv, master, slave): `host` or `host:port`")
     image: str | None = Field(default=None, description="compose: the image of every node (default $ROCKETMQ_IMAGE, "
                                                         "else apache/rocketmq:<version>; '{version}' is replaced)")
     program: Literal["emulator", "apache"] = Field(
@@ -96,8 +103,31 @@ class ClusterSpec(Strict):
             raise at(("program",), "'apache' runs the distribution at $ROCKETMQ_HOME on this machine; with backend "
                                    "compose the image is the program (cluster.image); allowed: emulator, or backend "
                                    "local")
-        if self.backend == "local" and self.image is not None:
+        if self.backend != "compose" and self.image is not None:
             raise at(("image",), "applies to backend compose only; allowed: backend compose, or no image")
+        if self.backend != "ssh":
+            for key in ("hosts", "placement"):
+                if getattr(self, key):
+                    raise at((key,), f"applies to backend ssh only; allowed: backend ssh, or no {key}")
+            return self
+        if self.hosts is None:
+            raise at(("hosts",), "backend ssh needs the inventory: a file (or give --hosts FILE), or the inventory "
+                                 "itself")
+        for node in NODE_NAMES:
+            if node not in self.placement:
+                raise at(("placement",), f"backend ssh needs the host of every node; missing {node}; allowed keys: "
+                                         f"{', '.join(NODE_NAMES)}")
+        seen: dict[str, str] = {}
+        for node, where in self.placement.items():
+            if node not in NODE_NAMES:
+                raise at(("placement", node), f"no node {node!r}; allowed: {', '.join(NODE_NAMES)}")
+            host, _, port = where.partition(":")
+            if not PLACE_RE.match(where) or (port and not 0 < int(port) < 65536):
+                raise at(("placement", node), f"{where!r} is not a host; allowed: host or host:port (1-65535)")
+            if port and where in seen:
+                raise at(("placement", node), f"{where} is claimed by {seen[where]} too; allowed: one node per port "
+                                              "of a host")
+            seen[where] = node
         return self
 
     @field_validator("heap")

@@ -45,10 +45,18 @@ def load_scenario_text(path: str | Path, text: str | None) -> list[Scenario]:
         except ValidationError as err:
             raise first_error(err, combo.marks) from None
         scenario.variant = combo.variant
+        _resolve_inventory(scenario, Path(path))
         _check_finite(scenario, combo.marks)
         check_scenario(scenario, combo.marks)
         runs.append(scenario)
     return runs
+
+
+def _resolve_inventory(scenario: Scenario, source: Path) -> None:
+    """An inventory file named relative to the scenario file is found beside it."""
+    hosts = scenario.cluster.hosts
+    if isinstance(hosts, str) and not Path(hosts).is_absolute():
+        scenario.cluster.hosts = str((source.resolve().parent / hosts).resolve())
 
 
 def _check_finite(scenario: Scenario, marks: Marks) -> None:

@@ -71,6 +71,10 @@ class LoadSection(Strict):
                                      "there are 4 or more (the cluster runs on the same machine), else 0")
     clients: list[ClientSpec] = Field(default=[ClientSpec(name="flood", users=8)], min_length=1,
                                       max_length=MAX_CLIENTS)
+    hosts: list[str] = Field(default=[], max_length=64,
+                             description="backend ssh: load hosts of the inventory, each running `workers` Locust "
+                                         "workers (at least one) for a Locust master on the control node; none: the "
+                                         "load runs on the control node")
 
     @model_validator(mode="after")
     def _models(self) -> LoadSection:

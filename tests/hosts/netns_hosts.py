@@ -103,19 +103,24 @@ class TestHosts:
         return self.addrs[name]
 
     def run(self, name: str, argv: list[str], **kw) -> subprocess.CompletedProcess:
-        """`argv` inside host `name`'s namespace (check=True, output captured unless given)."""
+        """`argv` inside host `name`'s network namespace (check=True, output captured unless given)."""
         kw.setdefault("check", True)
         kw.setdefault("capture_output", True)
-        return subprocess.run(["ip", "netns", "exec", self.ns[name], *argv], **kw)
+        return subprocess.run(self.host_argv(name, argv), **kw)
+
+    def host_argv(self, name: str, argv: list[str]) -> list[str]:
+        """`argv` in host `name`'s network namespace only: `nsenter --net`, not `ip netns exec`, which also makes a
+        mount namespace with a fresh /sys (no cgroup hierarchies there: a host must see the machine's)."""
+        return ["nsenter", f"--net=/run/netns/{self.ns[name]}", *argv]
 
     def parent(self, argv: list[str], **kw) -> subprocess.CompletedProcess:
         """`argv` in the parent namespace: where the control node (the harness) runs."""
         kw.setdefault("check", True)
         kw.setdefault("capture_output", True)
-        return subprocess.run(["ip", "netns", "exec", self.parent_ns, *argv], **kw)
+        return subprocess.run(self.parent_argv(argv), **kw)
 
     def parent_argv(self, argv: list[str]) -> list[str]:
-        return ["ip", "netns", "exec", self.parent_ns, *argv]
+        return ["nsenter", f"--net=/run/netns/{self.parent_ns}", *argv]
 
     # --- sshd ---------------------------------------------------------------------------------------------------
 

@@ -1,0 +1,250 @@
+"""The `ssh` backend: name server, master and slave on the hosts of an inventory (`cluster.hosts`, `--hosts FILE`;
+Ansible's YAML format), placed by `cluster.placement`, each made and driven by a host agent (`harness.agent`) that
+the harness puts on its host and runs over SSH (OpenSSH, one multiplexed connection per host).
+
+`start_nodes`: every host is reached and checked before anything starts anywhere (`harness.hosts.deploy`); the
+harness is installed where its bundle is not there yet; one agent per host starts (its lease renewed from here),
+cleans up what dead runs left in its journal, and its clock offset to this machine is measured; free ports are
+taken on each host's address; the nodes are made from `NodeSpec`s the control node builds and started in order
+(name server, master, slave). Readiness, cluster.json, the effective-config check, the read-back and the shared
+`down()` flow are `ClusterBackend`'s: the brokers are reached over the network from here. Faults on a node run on
+its host through its agent; their events come back and are put on this machine's clock (offset measured at the
+start and the end, both in cluster.json with their error bounds)."""
+from __future__ import annotations
+
+import os
+import shutil
+import tarfile
+import tempfile
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from faults.target import NodeTarget
+from harness.backends.base import NODE_ORDER, ClusterBackend
+from harness.backends.brokerconf import BrokerLayout, broker_properties, namesrv_properties
+from harness.backends.hosted_node import NodeSpec
+from harness.backends.programs import Program
+from harness.backends.remote_node import RemoteNode, RemotePids
+from harness.collectors.metrics import MetricsNode
+from harness.hosts.agent_client import AgentClient
+from harness.hosts.deploy import HostNeeds, install, preflight
+from harness.hosts.inventory import inventory_of
+from harness.hosts.ssh import SshHost
+from harness.rundir import RunDir
+from harness.scenario import BROKER_NODES, Scenario
+
+LEASE_S = 10.0
+"""How long an agent goes on without a word from this process before it reverts its faults and exits."""
+CONTROL_DIR = Path(tempfile.gettempdir())
+KNOWN_HOSTS_ENV = "RMQ_CHAOS_KNOWN_HOSTS"
+ACCEPT_NEW_ENV = "RMQ_CHAOS_ACCEPT_NEW_HOST_KEYS"
+"""Set by the CLI's `--known-hosts FILE` and `--accept-new-host-keys` (so a run's child processes see them too)."""
+
+
+def check_hosts(scenario: Scenario) -> None:
+    """Every host the scenario uses reached and checked (`harness.hosts.deploy.preflight`) before anything starts;
+    `HostError` / `SshError` with one line naming the host. The connections are closed again."""
+    inventory = inventory_of(scenario.cluster.hosts)
+    names = {w.partition(":")[0] for w in scenario.cluster.placement.values()} | set(scenario.load.hosts)
+    control = Path(tempfile.mkdtemp(prefix="rmq-ssh-", dir=CONTROL_DIR))
+    hosts = {n: SshHost(inventory.hosts[n], control, known_hosts=os.environ.get(KNOWN_HOSTS_ENV) or None,
+                        accept_new=os.environ.get(ACCEPT_NEW_ENV) == "1") for n in sorted(names)}
+    apache = scenario.cluster.program == "apache"
+    needs = {w.partition(":")[0]: HostNeeds(inventory.hosts[w.partition(":")[0]].rocketmq_home,
+                                            scenario.cluster.version)
+             for w in scenario.cluster.placement.values()} if apache else {}
+    try:
+        preflight(hosts, needs)
+    finally:
+        for ssh in hosts.values():
+            ssh.close()
+        shutil.rmtree(control, ignore_errors=True)
+
+
+class SshBackend(ClusterBackend):
+    name = "ssh"
+
+    def __init__(self, scenario: Scenario, rd: RunDir, journal: Any, state_dir: Path) -> None:
+        super().__init__(scenario, rd, journal, state_dir, Program.choose("emulator"))
+        known_hosts = os.environ.get(KNOWN_HOSTS_ENV) or None
+        accept_new = os.environ.get(ACCEPT_NEW_ENV) == "1"
+        self.inventory = inventory_of(scenario.cluster.hosts)
+        self.place = {n: self.inventory.hosts[w.partition(":")[0]] for n, w in scenario.cluster.placement.items()}
+        self.fixed_port = {n: int(w.partition(":")[2]) for n, w in scenario.cluster.placement.items()
+                           if w.partition(":")[2]}
+        used = {h.name: h for h in [*self.place.values(), *(self.inventory.hosts[h] for h in scenario.load.hosts)]}
+        control = Path(tempfile.mkdtemp(prefix="rmq-ssh-", dir=CONTROL_DIR))
+        self.ssh = {name: SshHost(h, control, known_hosts=known_hosts, accept_new=accept_new)
+                    for name, h in used.items()}
+        self.agents: dict[str, AgentClient] = {}
+        self.offsets: dict[str, dict[str, int]] = {}
+        self.specs: dict[str, NodeSpec] = {}
+
+    # --- up ---------------------------------------------------------------------------------------------------
+
+    def start_nodes(self, say: Callable[[str], None]) -> None:
+        c = self.scenario.cluster
+        apache = c.program == "apache"
+        needs = {h.name: HostNeeds(h.rocketmq_home, c.version) for h in self.place.values() if apache}
+        say(f"hosts: checking {', '.join(sorted(self.ssh))}")
+        preflight(self.ssh, needs)
+        self.program = Program("apache") if apache else Program("emulator")
+        from harness.hosts.bundle import build_bundle
+
+        bundle = build_bundle()
+        for name, ssh in sorted(self.ssh.items()):
+            say(f"hosts: the harness on {name} ({ssh.host.address})")
+            python = install(ssh, bundle)
+            agent = AgentClient(ssh, python, ssh.host.workdir, LEASE_S, on_event=self._event(name),
+                                log_path=self.work / f"agent-{name}.log")
+            agent.start()
+            self.agents[name] = agent
+            agent.call("hello", rocketmq_home=ssh.host.rocketmq_home if apache else None, version=c.version)
+            agent.call("cleanup")
+            self._measure_clock(name, "start")
+        self._make_nodes()
+        for n in NODE_ORDER:
+            say(f"cluster: starting {n} on {self.place[n].name} ({self.nodes[n].addr})")
+            self.nodes[n].start()
+            if n != "slave":
+                self.nodes[n].wait_ready(c.ready_timeout)
+
+    def _make_nodes(self) -> None:
+        c = self.scenario.cluster
+        ports = {}
+        for n in NODE_ORDER:
+            host = self.place[n]
+            got = self.agents[host.name].call("ports", host=host.address, single=int(n == "namesrv"),
+                                              brokers=int(n != "namesrv"))
+            ports[n] = got["single"][0] if n == "namesrv" else tuple(got["brokers"][0])
+            if n in self.fixed_port:
+                ports[n] = self.fixed_port[n] if n == "namesrv" else (self.fixed_port[n], self.fixed_port[n] + 1)
+        ns_host = self.place["namesrv"]
+        self.namesrv_addr = f"{ns_host.address}:{ports['namesrv']}"
+        specs = [self._spec("namesrv", namesrv_properties(c, ports["namesrv"]), self.namesrv_addr)]
+        for n in BROKER_NODES:
+            host, (listen, ha) = self.place[n], ports[n]
+            layout = BrokerLayout(n, listen, ha, Path(self._node_dir(n)) / "store", self.namesrv_addr, None,
+                                  host=host.address)
+            self.broker_addrs[n] = layout.addr
+            specs.append(self._spec(n, broker_properties(c, layout), layout.addr, broker_id=layout.broker_id,
+                                    store_size=c.store_size))
+        for spec in specs:
+            host = self.place[spec.name]
+            agent = self.agents[host.name]
+            made = agent.call("node_create", spec=spec.to_json(), program=self.program.kind,
+                              rocketmq_home=host.rocketmq_home, timeout_s=300)
+            self.specs[spec.name] = spec
+            node = RemoteNode(name=spec.name, role=spec.role, host=host.name, addr=spec.addr, agent=agent,
+                              namesrv_addr=self.namesrv_addr, master_addr=self.broker_addrs.get("master"),
+                              broker_id=spec.broker_id)
+            self.nodes[spec.name] = node
+            self.log_sources[spec.name] = [Path(p) for p in made["log_sources"]]
+            self.targets[spec.name] = NodeTarget(
+                name=spec.name, role=spec.role, run_id=self.run_id, pids=RemotePids(agent, spec.name),
+                cgroups=made["cgroups"], store_mount=made["store_mount"], store_device=made["store_device"],
+                store_image=made["store_image"], ports={"listen": spec.port}, control=node,
+                extras={"conf": made["conf"], "addr": spec.addr, "host": host.name, "host_address": host.address})
+
+    def _node_dir(self, node: str) -> str:
+        return f"{self.place[node].workdir}/runs/{self.run_id}/{node}"
+
+    def _spec(self, name: str, props: dict[str, Any], addr: str, broker_id: int | None = None,
+              store_size: int | None = None) -> NodeSpec:
+        c = self.scenario.cluster
+        return NodeSpec(name=name, role=name, run_id=self.run_id, node_dir=self._node_dir(name), addr=addr,
+                        props=props, version=c.version, heap=c.heap, store_size=store_size, broker_id=broker_id,
+                        namesrv_addr=self.namesrv_addr, master_addr=self.broker_addrs.get("master"))
+
+    def _measure_clock(self, host: str, when: str) -> None:
+        offset, error = self.agents[host].clock_offset()
+        self.offsets.setdefault(host, {}).update({f"offset_{when}_ns": offset, f"error_{when}_ns": error})
+        self.rd.event("host_clock", host=host, when=when, offset_ns=offset, error_ns=error)
+
+    def _event(self, host: str) -> Callable[[dict[str, Any]], None]:
+        """A fault event from the host's agent, put on this machine's clock (the offset measured at the start)."""
+        def on_event(record: dict[str, Any]) -> None:
+            offset = self.offsets.get(host, {}).get("offset_start_ns", 0)
+            record = {**record, "wall_ns": record["wall_ns"] - offset, "host": host}
+            self.rd.append(record)
+        return on_event
+
+    def ready_note(self) -> str:
+        return " (on " + ", ".join(f"{n} {self.place[n].name}" for n in NODE_ORDER) + ")"
+
+    def cluster_info(self) -> dict[str, Any]:
+        info = super().cluster_info()
+        info.update({"program": self.program.kind, "hosts": {
+            name: {"address": ssh.host.address, "port": ssh.host.port, "user": ssh.host.user,
+                   "workdir": ssh.host.workdir, **self.offsets.get(name, {})} for name, ssh in self.ssh.items()}})
+        for node in info["nodes"]:
+            node["host"] = self.place[node["name"]].name
+        return info
+
+    # --- during the run ---------------------------------------------------------------------------------------
+
+    def metrics_nodes(self) -> list[MetricsNode]:
+        return [MetricsNode(n, self.targets[n].pids, self.broker_addrs.get(n),
+                            sampler=RemoteSampler(self.agents[self.place[n].name], n)) for n in NODE_ORDER]
+
+    def copy_logs(self) -> None:
+        """Each node's log files, fetched from its host with tar over SSH into logs/<node>/."""
+        for n in NODE_ORDER:
+            if n not in self.specs:
+                continue
+            ssh = self.ssh[self.place[n].name]
+            dest = self.rd.layout.logs / n
+            dest.mkdir(parents=True, exist_ok=True)
+            node_dir = self.specs[n].node_dir
+            proc = ssh.run(["sh", "-c", f"cd {node_dir} && tar -cf - --ignore-failed-read logs stdout.log "
+                                        f"{n}.conf 2>/dev/null; true"], input=b"", timeout=300, check=False)
+            with tarfile.open(fileobj=_Reader(proc.stdout), mode="r|") as tar:
+                tar.extractall(dest, filter="data")
+
+    # --- down -------------------------------------------------------------------------------------------------
+
+    def teardown_steps(self) -> Iterable[tuple[str, Callable[[], Any]]]:
+        for n in reversed(NODE_ORDER):
+            if n in self.specs:
+                agent = self.agents[self.place[n].name]
+                yield f"{n} on {self.place[n].name}", lambda a=agent, n=n: _destroyed(a, n)
+        for host in sorted(self.agents):
+            yield f"clock of {host}", lambda h=host: self._measure_clock(h, "end")
+        for host, agent in sorted(self.agents.items()):
+            yield f"agent on {host}", agent.close
+        for host, ssh in sorted(self.ssh.items()):
+            yield f"ssh to {host}", ssh.close
+        yield "ssh control dir", lambda: shutil.rmtree(next(iter(self.ssh.values())).control_dir, ignore_errors=True)
+
+
+def _destroyed(agent: AgentClient, node: str) -> None:
+    errors = agent.call("node_destroy", node=node, timeout_s=300)["errors"]
+    if errors:
+        raise RuntimeError("; ".join(errors))
+
+
+class RemoteSampler:
+    """A node's process figures, sampled on its host by its agent (one call per second)."""
+
+    def __init__(self, agent: AgentClient, node: str) -> None:
+        self.agent, self.node = agent, node
+
+    def sample(self) -> dict[str, Any]:
+        try:
+            return self.agent.call("sample", nodes=[self.node], timeout_s=5)["samples"].get(self.node, {})
+        except Exception:  # noqa: BLE001 - a second without figures is a null row, not a failed run
+            return {}
+
+
+class _Reader:
+    """bytes as a file for tarfile's stream mode."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data, self.pos = data, 0
+
+    def read(self, n: int = -1) -> bytes:
+        end = len(self.data) if n < 0 else self.pos + n
+        chunk, self.pos = self.data[self.pos:end], min(end, len(self.data))
+        return chunk
+
