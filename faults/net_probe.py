@@ -22,6 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from faults.probe import WARMUP_S, rate_of
 from faults.relay_client import connect_result
 
+SO_MAX_PACING_RATE = getattr(socket, "SO_MAX_PACING_RATE", 47)
 REPORT_EVERY_S = 0.02
 CHUNK = 65536
 CUT = ("timeout", "PermissionError")
@@ -55,12 +56,16 @@ def connect_rtt_ms(host: str, port: int, samples: int = 3, timeout_s: float = 5.
     return out
 
 
-def transfer_rate(host: str, port: int, seconds: float, timeout_s: float = 3.0) -> dict:
-    """Send to the sink at host:port for `seconds`; the rate of what it received (least squares after the warm-up)."""
+def transfer_rate(host: str, port: int, seconds: float, timeout_s: float = 3.0, pace_bps: int | None = None) -> dict:
+    """Send to the sink at host:port for `seconds`; the rate of what it received (least squares after the warm-up).
+    `pace_bps` caps the sender's own pace (SO_MAX_PACING_RATE): TCP then sends small bursts instead of 64 KiB GSO
+    packets, which a slow shaper passes a few times a second only (too coarse for a short probe)."""
     points: list[tuple[float, int]] = []
     stop = threading.Event()
     with socket.create_connection((host, port), timeout=timeout_s) as s:
         s.settimeout(0.2)
+        if pace_bps:
+            s.setsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE, pace_bps)
 
         def send() -> None:
             block = bytes(CHUNK)

@@ -96,25 +96,19 @@ class Driver:
             self.kill()
 
 
-class NetBed:
+class NetBed(netns_hosts.TestHosts):
+    """TestHosts with a sink on every host and on the control node, and the drivers and probes below."""
+
     def __init__(self, base: Path, names: tuple[str, ...] = ("h1", "h2", "h3"), sinks: bool = True) -> None:
-        self.hosts = netns_hosts.TestHosts(list(names), base)
+        super().__init__(list(names), base)
         self.sinks = sinks
         self.procs: list[subprocess.Popen] = []
         self.drivers: list[Driver] = []
 
-    def __enter__(self) -> NetBed:
-        self.hosts.open()
-        try:
-            if self.sinks:
-                self._start_sinks()
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def open(self) -> None:
+        super().open()
+        if self.sinks:
+            self._start_sinks()
 
     def end_drivers(self) -> None:
         for d in self.drivers:
@@ -127,32 +121,33 @@ class NetBed:
             if p.poll() is None:
                 os.kill(p.pid, signal.SIGKILL)
                 p.wait(timeout=10)
-        self.hosts.close()
+        super().close()
 
     @property
     def control(self) -> str:
-        return self.hosts.control_addr
+        return self.control_addr
 
     def addr(self, host: str) -> str:
-        return self.control if host == CONTROL else self.hosts.addr(host)
+        return self.control if host == CONTROL else self.addrs[host]
 
     def argv(self, host: str, argv: list[str]) -> list[str]:
-        return self.hosts.parent_argv(argv) if host == CONTROL else ["ip", "netns", "exec", self.hosts.ns[host], *argv]
+        return self.parent_argv(argv) if host == CONTROL else ["ip", "netns", "exec", self.ns[host], *argv]
 
     def _start_sinks(self) -> None:
-        for host in [*self.hosts.names, CONTROL]:
+        for host in [*self.names, CONTROL]:
             argv = self.argv(host, [PY, "-m", "faults.net_probe", "sink", "--listen", f"{self.addr(host)}:{PORT}"])
             self.procs.append(subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, cwd=REPO))
         for p in self.procs:
             assert json.loads(p.stdout.readline())["listen"].endswith(f":{PORT}")
 
-    def run(self, host: str, argv: list[str]) -> str:
+    def out(self, host: str, argv: list[str]) -> str:
+        """What `argv` prints, run inside host `host`'s namespace (or the control node's)."""
         return subprocess.run(self.argv(host, argv), check=True, capture_output=True, text=True, cwd=REPO).stdout
 
     def target(self, on: str = "h1", peers: dict[str, str] | None = None, sinks: bool = True) -> dict:
         """NodeTarget JSON of node n<i> on host `on`: every other host's node as a peer, the control node and the
         host's own address kept, probe ports on every peer and on the control node, the peers' sinks."""
-        peers = peers or {f"n{h[1:]}": self.addr(h) for h in self.hosts.names if h != on}
+        peers = peers or {f"n{h[1:]}": self.addr(h) for h in self.names if h != on}
         extras = {"peers": peers, "keep": [self.control, self.addr(on)],
                   "probe_ports": {**{n: PORT for n in peers}, self.control: PORT},
                   "sinks": {n: f"{a}:{PORT}" for n, a in peers.items()} if sinks else {}}
@@ -169,7 +164,7 @@ class NetBed:
         return d
 
     def ns_path(self, host: str) -> str:
-        return f"/run/netns/{self.hosts.parent_ns if host == CONTROL else self.hosts.ns[host]}"
+        return f"/run/netns/{self.parent_ns if host == CONTROL else self.ns[host]}"
 
     def connect(self, src: str, dsts: list[str], port: int = PORT) -> dict[str, str]:
         """TCP connects from host `src` to each host in `dsts` (0.5 s timeout): {dst: result}."""
@@ -182,13 +177,13 @@ class NetBed:
 
     def snapshot(self, host: str) -> str:
         """The host's iptables rules and qdiscs, as the tools print them (without their timestamp comments)."""
-        return _no_comments(self.run(host, ["iptables-save"])) + "\n" + self.run(host, ["tc", "qdisc", "show"])
+        return _no_comments(self.out(host, ["iptables-save"])) + "\n" + self.out(host, ["tc", "qdisc", "show"])
 
     def cleanup_in(self, host: str, state: Path) -> dict:
         """`faults.cleanup.cleanup(state)` run by a process inside host `host`'s namespace: its report."""
         code = ("import json, sys; from faults.cleanup import cleanup; "
                 "print(json.dumps(cleanup(sys.argv[1]).to_dict(), default=str))")
-        return json.loads(self.run(host, [PY, "-c", code, str(state)]))
+        return json.loads(self.out(host, [PY, "-c", code, str(state)]))
 
 
 @contextmanager

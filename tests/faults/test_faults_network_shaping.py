@@ -6,8 +6,6 @@ qdiscs identical before and after and nothing journaled."""
 from __future__ import annotations
 
 import pytest
-from conftest import needs_root
-from net_testbed import shared_bed
 
 from faults.journal import Journal
 from faults.net_delay import NetDelay, netem_available
@@ -18,60 +16,47 @@ LIMIT = 1 << 20
 TOLERANCE = 0.20
 
 
-@pytest.fixture(scope="module")
-def module_bed():
-    needs_root()
-    with shared_bed() as bed:
-        yield bed
-
-
-@pytest.fixture
-def bed(module_bed, state_dir):
-    yield module_bed
-    module_bed.end_drivers()
-
-
-def test_net_bandwidth_limits_h1_to_h2_measured_by_the_sink_and_reverts(bed, state_dir):
-    before = bed.snapshot("h1")
+def test_net_bandwidth_limits_h1_to_h2_measured_by_the_sink_and_reverts(net_bed, state_dir):
+    before = net_bed.snapshot("h1")
     fault = {"kind": "net_bandwidth", "params": {"peers": ["n2"], "rate_bps": LIMIT}, "id": "slow-n2"}
-    driver = bed.driver("h1", state_dir, [fault])
+    driver = net_bed.driver("h1", state_dir, [fault])
     result = driver.results["slow-n2"]
     probe = result["verify"]["probes"]["n2"]
     assert abs(probe["ratio"] - 1) <= TOLERANCE, result
     handle = result["apply"]["handle"]
-    assert result["apply"]["dev"] == "eth0" and f"qdisc htb {handle} dev eth0 root" in bed.run("h1", ["tc", "qdisc"])
-    measured = bed.rate("h1", "h2")
+    assert result["apply"]["dev"] == "eth0" and f"qdisc htb {handle} dev eth0 root" in net_bed.out("h1", ["tc", "qdisc"])
+    measured = net_bed.rate("h1", "h2")
     assert abs(measured["rate_bps"] / LIMIT - 1) <= TOLERANCE, measured  # the test's own transfer, same limit
-    assert bed.rate("h1", "h3", 0.4)["rate_bps"] > 5 * LIMIT  # n3 is not shaped
-    assert bed.rate("h2", "h1", 0.4)["rate_bps"] > 5 * LIMIT  # nor the way back (direction out)
+    assert net_bed.rate("h1", "h3", 0.4)["rate_bps"] > 5 * LIMIT  # n3 is not shaped
+    assert net_bed.rate("h2", "h1", 0.4)["rate_bps"] > 5 * LIMIT  # nor the way back (direction out)
 
     reverted = driver.revert()["slow-n2"]["revert"]
     assert reverted["undo"] == [{"op": "tc_qdisc_remove", "result": f"root qdisc htb {handle} of eth0 removed"}]
     assert reverted["root_qdisc_after"] == "noqueue 0:" and reverted["probes_after"]["n2"]["ratio"] > 5
-    assert bed.snapshot("h1") == before  # no qdisc of ours left
-    assert bed.rate("h1", "h2", 0.4)["rate_bps"] > 5 * LIMIT
+    assert net_bed.snapshot("h1") == before  # no qdisc of ours left
+    assert net_bed.rate("h1", "h2", 0.4)["rate_bps"] > 5 * LIMIT
 
 
 @pytest.mark.skipif(netem_available(), reason="this kernel has netem: the refusal cannot be shown here")
-def test_net_delay_is_refused_in_one_line_without_netem(bed, state_dir):
+def test_net_delay_is_refused_in_one_line_without_netem(net_bed, state_dir):
     assert "no netem qdisc in this kernel" in NetDelay.problems()
-    before = bed.snapshot("h1")
+    before = net_bed.snapshot("h1")
     fault = {"kind": "net_delay", "params": {"peers": ["n2"], "delay_ms": 50}, "id": "late-n2"}
-    out = bed.driver("h1", state_dir, [fault], hold=False).results["late-n2"]
+    out = net_bed.driver("h1", state_dir, [fault], hold=False).results["late-n2"]
     assert out["error"] == "FaultUnavailable" and "\n" not in out["message"]
     assert out["message"] == "net_delay: this kernel has no netem qdisc (tc: Specified qdisc kind is unknown); " \
                              "nothing was changed"
-    assert bed.snapshot("h1") == before and not Journal(state_dir).entries()
+    assert net_bed.snapshot("h1") == before and not Journal(state_dir).entries()
 
 
 @pytest.mark.skipif(not netem_available(), reason="no netem in this kernel (the code path is untested here)")
-def test_net_delay_with_netem_delays_connects_to_h2_and_reverts(bed, state_dir):
-    before = bed.snapshot("h1")
+def test_net_delay_with_netem_delays_connects_to_h2_and_reverts(net_bed, state_dir):
+    before = net_bed.snapshot("h1")
     fault = {"kind": "net_delay", "params": {"peers": ["n2"], "delay_ms": 80}, "id": "late-n2"}
-    driver = bed.driver("h1", state_dir, [fault])
+    driver = net_bed.driver("h1", state_dir, [fault])
     assert min(driver.results["late-n2"]["verify"]["connect_ms"]["n2"]) >= 64
     driver.revert()
-    assert bed.snapshot("h1") == before
+    assert net_bed.snapshot("h1") == before
 
 
 REFUSALS = [
@@ -87,7 +72,7 @@ REFUSALS = [
     ("partition", {"peers": ["n2"], "peer": "n3"}, "partition: params.peer: Extra inputs are not permitted (allowed keys: peers, "
                                     "direction, ports)"),
     ("net_bandwidth", {"peers": ["n2"], "rate_bps": 10}, "net_bandwidth: params.rate_bps: Input should be greater than "
-                                                         "or equal to 1024 (allowed keys: peers, rate_bps, direction)"),
+                                                         "or equal to 65536 (allowed keys: peers, rate_bps, direction)"),
     ("net_bandwidth", {"peers": ["n2"], "rate_bps": LIMIT, "direction": "in"}, "net_bandwidth: params.direction: "
                                                                                "Input should be 'out'"),
     ("net_bandwidth", {"peers": ["n3"], "rate_bps": LIMIT}, "net_bandwidth: none of the peers n3 has a probe sink "
@@ -98,34 +83,34 @@ REFUSALS = [
 ]
 
 
-def test_bad_params_unknown_peers_and_missing_probes_are_refused_in_one_line_changing_nothing(bed, state_dir):
-    target = bed.target("h1")
+def test_bad_params_unknown_peers_and_missing_probes_are_refused_in_one_line_changing_nothing(net_bed, state_dir):
+    target = net_bed.target("h1")
     x = target["extras"]
-    x["peers"] = {"n2": bed.addr("h2"), "n3": bed.addr("h3"), "n4": "10.254.254.254", "ctl": bed.control}
+    x["peers"] = {"n2": net_bed.addr("h2"), "n3": net_bed.addr("h3"), "n4": "10.254.254.254", "ctl": net_bed.control}
     del x["sinks"]["n3"]  # n4 has neither a sink nor a probe port
     cases = [{"kind": k, "params": p, "id": f"bad-{i}"} for i, (k, p, _) in enumerate(REFUSALS)]
-    before = bed.snapshot("h1")
-    results = bed.driver("h1", state_dir, cases, target=target, hold=False).results
+    before = net_bed.snapshot("h1")
+    results = net_bed.driver("h1", state_dir, cases, target=target, hold=False).results
     for i, (_, _, message) in enumerate(REFUSALS):
         out = results[f"bad-{i}"]
         assert out["error"] == "FaultRefused" and "\n" not in out["message"], out
-        assert out["message"].startswith(message.replace("{ctl}", bed.control)), out
-    assert bed.snapshot("h1") == before and not Journal(state_dir).entries()
+        assert out["message"].startswith(message.replace("{ctl}", net_bed.control)), out
+    assert net_bed.snapshot("h1") == before and not Journal(state_dir).entries()
 
 
-def test_a_root_qdisc_someone_else_configured_is_refused_and_left_alone(bed, state_dir):
-    bed.run("h1", ["tc", "qdisc", "add", "dev", "eth0", "root", "handle", "77:", "tbf", "rate", "1mbit", "burst",
+def test_a_root_qdisc_someone_else_configured_is_refused_and_left_alone(net_bed, state_dir):
+    net_bed.out("h1", ["tc", "qdisc", "add", "dev", "eth0", "root", "handle", "77:", "tbf", "rate", "1mbit", "burst",
                    "10kb", "latency", "50ms"])
     try:
-        before = bed.snapshot("h1")
+        before = net_bed.snapshot("h1")
         fault = {"kind": "net_bandwidth", "params": {"peers": ["n2"], "rate_bps": LIMIT}, "id": "slow-n2"}
-        out = bed.driver("h1", state_dir, [fault], hold=False).results["slow-n2"]
+        out = net_bed.driver("h1", state_dir, [fault], hold=False).results["slow-n2"]
         assert out["error"] == "FaultRefused"
         assert out["message"] == "net_bandwidth: interface eth0 already has a root qdisc tbf 77: that rmq-chaos did " \
                                  "not make; refusing to replace it"
-        assert bed.snapshot("h1") == before and not Journal(state_dir).entries()
+        assert net_bed.snapshot("h1") == before and not Journal(state_dir).entries()
     finally:
-        bed.run("h1", ["tc", "qdisc", "del", "dev", "eth0", "root", "handle", "77:"])
+        net_bed.out("h1", ["tc", "qdisc", "del", "dev", "eth0", "root", "handle", "77:"])
 
 
 def test_problems_name_a_missing_iptables_or_tc(monkeypatch):
