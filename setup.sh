@@ -8,6 +8,7 @@ cd "$(dirname "$0")"
 
 APT_PACKAGES=(
   e2fsprogs util-linux mount iproute2 procps psmisc kmod   # loop ext4 stores, fsfreeze, swap, tc, ip netns
+  iptables                                                  # partition: a chain of our own (iptables-nft on Debian 12)
   default-jdk-headless                                      # PySpark needs Java 17+; javac builds analysis/jvm
   chromium                                                  # headless screenshot of the report in tests
   docker.io debootstrap                                     # compose backend: engine, local test image

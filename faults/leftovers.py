@@ -1,7 +1,8 @@
 """What a state dir's runs left on the machine, measured (not read from the journal's claims): processes carrying one
 of its tags (and which of them are stopped), mounts and loop devices of its images, read-only or frozen mounts, swap
-files in it, cgroups of its runs, blkio throttle rules and lowered memory limits in those cgroups. Used by the crash
-tests and the soak benchmark to count leftovers (goal: none)."""
+files in it, cgroups of its runs, blkio throttle rules and lowered memory limits in those cgroups, and the iptables
+chains and root qdiscs of its network faults (in the network namespace each was made in, while it exists). Used by
+the crash tests and the soak benchmark to count leftovers (goal: none)."""
 from __future__ import annotations
 
 import os
@@ -9,7 +10,7 @@ import subprocess
 import sys
 
 from faults.journal import Journal
-from faults.system import cgroupfs, mounts, swapfiles
+from faults.system import cgroupfs, iptables, mounts, netns, swapfiles, tc
 from faults.system.procs import tagged
 
 FROZEN_PROBE_S = 1.0
@@ -63,6 +64,20 @@ def scan_leftovers(state_dir: str | os.PathLike[str], roots: list[str] | None = 
             path = os.path.join(h.root, cgroupfs.OUR_DIR, run_id)
             for dirpath, _dirs, _files in (os.walk(path) if os.path.isdir(path) else []):
                 found.append(f"cgroup {dirpath}" + _cgroup_detail(dirpath))
+    found += _net_left(entries)
+    return found
+
+
+def _net_left(entries: list) -> list[str]:
+    """iptables chains (or jumps to them) and root qdiscs of the entries' network faults still in their namespaces."""
+    found = []
+    for op in (op for e in entries for op in e.undo):
+        if op.get("op") == "iptables_chain_remove":
+            ns = op.get("netns")
+            if iptables.chain_rules(op["chain"], ns) is not None or iptables.jumps_to(op["chain"], ns):
+                found.append(f"iptables chain {op['chain']} in {netns.label(ns)}")
+        elif op.get("op") == "tc_qdisc_remove" and tc.is_ours(op["dev"], op["handle"], op["kind"], op.get("netns")):
+            found.append(f"qdisc {op['kind']} {op['handle']} on {op['dev']} in {netns.label(op.get('netns'))}")
     return found
 
 

@@ -8,14 +8,17 @@ from faults.disk_throttle import DiskThrottle
 from faults.errors import FaultRefused
 from faults.ha_link import HaLink
 from faults.memory_pressure import MemoryPressure
+from faults.net_bandwidth import NetBandwidth
+from faults.net_delay import NetDelay
 from faults.node_restart import NodeRestart
+from faults.partition import Partition
 from faults.process_freeze import ProcessFreeze
 from faults.process_kill import ProcessKill
 from faults.readonly_fs import ReadonlyFs
 
 FAULTS: dict[str, type[Fault]] = {cls.kind: cls for cls in (
     ReadonlyFs, DiskFreeze, DiskThrottle, MemoryPressure, ProcessFreeze, ProcessKill, NodeRestart, HaLink,
-    ConsumerStuck)}
+    ConsumerStuck, Partition, NetBandwidth, NetDelay)}
 
 
 def fault_class(kind: str) -> type[Fault]:

@@ -13,7 +13,7 @@ from faults.busy import BUSY_TIMEOUT_S, umount_when_free
 from faults.docker.ops import DOCKER_OPS
 from faults.errors import UndoError
 from faults.journal import Journal
-from faults.system import cgroupfs, mounts, swapfiles
+from faults.system import cgroupfs, iptables, mounts, swapfiles, tc
 from faults.system.procs import ProcId, tagged, terminate, with_descendants
 from faults.target import NodeControl, build_from_factory, pid_source_from_json
 
@@ -195,11 +195,22 @@ def op_consumer_release(op: dict, ctx: UndoContext) -> str:
     return f"released {build_from_factory(op['listeners'], None).release()} consumer(s)"
 
 
+def op_iptables_chain_remove(op: dict, ctx: UndoContext) -> str:
+    """Our jumps deleted, our `RMQ-` chain flushed and deleted, in the network namespace the op names."""
+    return iptables.remove_chain(op["chain"], op["jumps"], op.get("netns"))
+
+
+def op_tc_qdisc_remove(op: dict, ctx: UndoContext) -> str:
+    """The root qdisc of op["dev"] deleted if it is still ours (kind and handle), in the op's network namespace."""
+    return tc.remove_root(op["dev"], op["handle"], op["kind"], op.get("netns"))
+
+
 OPS: dict[str, Callable[[dict, UndoContext], str]] = {
     "signal": op_signal, "kill_procs": op_kill_procs, "thaw": op_thaw, "umount": op_umount, "e2fsck": op_e2fsck,
     "mount": op_mount, "loop_detach": op_loop_detach, "rm": op_rm, "rmdir": op_rmdir, "swapoff": op_swapoff,
     "cgroup_write": op_cgroup_write, "cgroup_remove": op_cgroup_remove, "relay_mode": op_relay_mode,
     "node_stop": op_node_stop, "node_start": op_node_start, "consumer_release": op_consumer_release,
+    "iptables_chain_remove": op_iptables_chain_remove, "tc_qdisc_remove": op_tc_qdisc_remove,
 }
 
 

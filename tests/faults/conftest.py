@@ -104,3 +104,21 @@ def nodes(request, journal: Journal, base_dir: Path, run_id: str):
 @pytest.fixture
 def events() -> list[dict]:
     return []
+
+
+@pytest.fixture(scope="module")
+def net_hosts():
+    """Namespace hosts h1, h2, h3 with probe sinks (`net_testbed.py`), one set per network test module."""
+    needs_root()
+    from net_testbed import shared_bed
+
+    with shared_bed() as bed:
+        yield bed
+
+
+@pytest.fixture
+def net_bed(net_hosts, state_dir):
+    """The module's namespace hosts; the test's fault drivers are ended by their pids before its state dir is
+    cleaned up."""
+    yield net_hosts
+    net_hosts.end_drivers()

@@ -82,6 +82,10 @@ def test_control_is_rebuilt_by_its_factory(tmp_path):
     ("ha_link", {"mode": "delay"}, r"mode delay needs delay_ms"),
     ("memory_pressure", {"limit_bytes": "1GiB", "limit_fraction": 0.5}, "not both"),
     ("freeze", {"method": "ptrace"}, r"params.method: Input should be 'signal' or 'cgroup'"),
+    ("partition", {"peers": ["n2"], "direction": "up"}, r"params.direction: Input should be 'both', 'in' or 'out'"),
+    ("partition", {"peers": ""}, r"params.peers: Value error, give node names \(a list, or \"n2,n3\"\) or \"all\""),
+    ("net_bandwidth", {"peers": "all"}, r"params.rate_bps: Field required \(allowed keys: peers, rate_bps, direction\)"),
+    ("net_delay", {"peers": "all", "delay_ms": 0}, r"params.delay_ms: Input should be greater than 0"),
 ])
 def test_bad_params_get_one_line_errors_naming_key_and_allowed(kind, params, match):
     with pytest.raises(FaultRefused, match=match) as err:
@@ -97,7 +101,7 @@ def test_params_defaults_and_byte_sizes():
 
 def test_registry_names_every_fault_and_refuses_unknown_kinds():
     assert set(FAULTS) == {"readonly_fs", "disk_freeze", "disk_throttle", "memory_pressure", "freeze", "kill",
-                           "restart", "ha_link", "consumer_stuck"}
+                           "restart", "ha_link", "consumer_stuck", "partition", "net_bandwidth", "net_delay"}
     with pytest.raises(FaultRefused, match=r"fault kind 'ro' unknown \(allowed: readonly_fs, "):
         fault_class("ro")
     for cls in FAULTS.values():

@@ -1,0 +1,81 @@
+"""The shared half of `net_bandwidth` and `net_delay`: traffic from the target node's host to named peers is shaped
+by tc on the interface that routes to them, under a root htb qdisc of our own (`faults.system.tc`): one class per
+peer, a u32 filter on its address, the subclass's rate and leaf qdisc; everything else leaves unshaped. Refused in
+one line, before any change, when the peers are routed through different interfaces or the interface already has a
+root qdisc that someone configured (any handle but the kernel's default `0:`). Revert: our root qdisc deleted (undo
+op `tc_qdisc_remove`); the kernel's default comes back. Claim: `qdisc:net:[<netns>]:<dev>` (one shaping fault per
+interface)."""
+from __future__ import annotations
+
+from typing import ClassVar
+
+from faults.base import Fault
+from faults.errors import FaultConflict, FaultNotEffective, FaultRefused, FaultUnavailable
+from faults.net_target import NetTarget
+from faults.system import netns, tc
+from faults.system.tools import have_tool
+
+TOOLS = {"tc": "iproute2", "ip": "iproute2", "unshare": "util-linux"}
+
+
+class NetShaping(Fault):
+    """Subclasses give `rate_bits()` and `leaf()`, and `measure()`."""
+
+    target_roles = ("namesrv", "master", "slave")
+    NEEDS_ROOT = True
+    ROOT_KIND: ClassVar[str] = "htb"
+
+    @classmethod
+    def problems(cls) -> list[str]:
+        missing = [f"no {t} (Debian: {pkg})" for t, pkg in TOOLS.items() if not have_tool(t)]
+        return super().problems() + missing
+
+    def rate_bits(self) -> int:
+        raise NotImplementedError
+
+    def leaf(self) -> list[str] | None:
+        return None
+
+    def check(self) -> None:
+        super().check()
+        for t, pkg in TOOLS.items():
+            if not have_tool(t):
+                raise FaultUnavailable(f"{self.kind}: no {t} binary (Debian package {pkg}; run ./setup.sh)")
+        net = NetTarget.of(self.kind, self.target)
+        peers = net.chosen(self.params.peers)
+        devs = {n: tc.route_dev(a) for n, a in peers.items()}
+        if len(set(devs.values())) != 1 or "lo" in devs.values():
+            raise FaultRefused(f"{self.kind}: the peers are not all reached through one interface ({devs})")
+        dev, ns = next(iter(devs.values())), netns.current()
+        claim = f"qdisc:{netns.label(ns)}:{dev}"
+        held = [e.id for e in self.journal.open_entries() if claim in e.claims]
+        if held:
+            raise FaultConflict(f"{self.kind}: {claim} is already held by open journal entry {held[0]}")
+        root = tc.root_qdisc(dev)
+        if root["handle"] != tc.DEFAULT_HANDLE:
+            raise FaultRefused(f"{self.kind}: interface {dev} already has a root qdisc {root['kind']} "
+                               f"{root['handle']} that rmq-chaos did not make; refusing to replace it")
+        self.state.update(dev=dev, netns=ns, handle=tc.handle_for(self.tag), peers=peers, claim=claim,
+                          probes={n: list(p) for n in peers if (p := net.probe_for(n))},
+                          sinks={n: list(net.sinks[n]) for n in peers if n in net.sinks})
+
+    def claims(self) -> list[str]:
+        return [self.state["claim"]]
+
+    def plan(self) -> list[dict]:
+        return [{"op": "tc_qdisc_remove", "dev": self.state["dev"], "handle": self.state["handle"],
+                 "kind": self.ROOT_KIND, "netns": self.state["netns"]}]
+
+    def inject(self) -> dict:
+        tc.add_peer_shaping(self.state["dev"], self.state["handle"], list(self.state["peers"].values()),
+                            self.rate_bits(), self.leaf())
+        return {"dev": self.state["dev"], "handle": self.state["handle"], "peers": self.state["peers"],
+                "qdiscs": [f"{q['kind']} {q['handle']}" for q in tc.qdiscs(self.state["dev"])]}
+
+    def measure_gone(self) -> dict:
+        root = tc.root_qdisc(self.state["dev"]) or {}
+        evidence = {"root_qdisc_after": f"{root.get('kind')} {root.get('handle')}"}
+        if root.get("handle") == self.state["handle"]:
+            raise FaultNotEffective(f"{self.kind}: our root qdisc is still on {self.state['dev']}: {evidence}",
+                                    evidence)
+        return evidence
