@@ -70,6 +70,7 @@ class Runner:
         self._signal: str | None = None
         self._watch: RunWatch | None = None
         self._warned: set[str] = set()
+        self._fetch_rows: Any = None
         self._cut_ns: int | None = None
         """Wall time the run was cut short (a signal, a harness failure): rows intended from then are `interrupted`."""
         self._labelled = False
@@ -219,7 +220,10 @@ class Runner:
         from loads.process import LoadProcess
 
         spec = load_spec(self.scenario, backend.namesrv_addr)
-        load = LoadProcess(spec, rd.root, rd.run_id, workers=self.scenario.load.workers)
+        remote = backend.load_hosts() if hasattr(backend, "load_hosts") else None
+        workers = 0 if remote is not None else self.scenario.load.workers
+        load = LoadProcess(spec, rd.root, rd.run_id, workers=workers, remote=remote)
+        self._fetch_rows = getattr(backend, "fetch_load_rows", None)
         watch = self._watch
         load.on_failure = lambda f: watch.fail("load", f["error"], f.get("t_ns"), worker=f.get("worker"),
                                                lost=bool(f.get("lost")))
@@ -296,6 +300,8 @@ class Runner:
         if stage.load is not None and not stage.load_stopped:
             stage.load_stopped = True
             totals = stage.load.stop()
+            if self._fetch_rows is not None:  # rows written on load hosts come home
+                self._fetch_rows()
             rd.event("load_stop", model=self.scenario.load.model, rate=self.scenario.load.rate,
                      totals={k: v for k, v in (totals or {}).items() if k != "stats"})
 

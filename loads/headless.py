@@ -1,7 +1,7 @@
 """The load's own process: Locust headless, driven over the control channel (`loads.control`) by `LoadProcess`.
 
     python -m loads.headless --role local|master --spec SPEC --run-dir DIR --run-id ID [--expect-workers N]
-    python -m loads.headless --role worker --master-port P --master-pid PID --spec SPEC --run-dir DIR --run-id ID
+    python -m loads.headless --role worker [--master-host H] --master-port P [--master-pid PID] --spec SPEC ...
 
 `local` runs the users itself; `master` runs a Locust master on 127.0.0.1 and waits for `--expect-workers` workers
 (started by `LoadProcess`); `worker` runs users for a master. gevent's monkey-patching happens here, never in the
@@ -49,7 +49,7 @@ class Controller:
         self.spec = load_spec(args.spec)
         self.env = Environment(user_classes=user_classes(self.spec))
         if args.role == "master":
-            self.env.create_master_runner(LISTEN_HOST, args.master_port)
+            self.env.create_master_runner(args.master_host, args.master_port)
         else:
             self.env.create_local_runner()
         self.plugin = LoadPlugin(self.env, self.spec, args.run_dir, args.run_id)
@@ -161,7 +161,7 @@ def run_worker(args: argparse.Namespace) -> int:
     """A worker: users for the master at 127.0.0.1:`--master-port`; drains itself if the master goes away."""
     spec = load_spec(args.spec)
     env = Environment(user_classes=user_classes(spec))
-    runner = env.create_worker_runner(LISTEN_HOST, args.master_port)
+    runner = env.create_worker_runner(args.master_host, args.master_port)
     plugin = LoadPlugin(env, spec, args.run_dir, args.run_id)
     stopping: list[str] = []
 
@@ -204,6 +204,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--spec", required=True, help="LoadSpec file (JSON or YAML)")
     parser.add_argument("--run-dir", required=True)
     parser.add_argument("--run-id", required=True)
+    parser.add_argument("--master-host", default=LISTEN_HOST,
+                        help="the master's address: where a master listens, where a worker connects")
     parser.add_argument("--master-port", type=int, default=0)
     parser.add_argument("--master-pid", type=int, default=0)
     parser.add_argument("--expect-workers", type=int, default=0)

@@ -83,7 +83,12 @@ class LoadProcess:
     """Start, steer and stop the load of one run."""
 
     def __init__(self, spec: LoadSpec | Mapping[str, Any], run_dir: str | os.PathLike[str], run_id: str,
-                 workers: int = 0, *, python: str | None = None, progress: bool = False) -> None:
+                 workers: int = 0, *, python: str | None = None, progress: bool = False,
+                 remote: Any = None) -> None:
+        """`remote`: workers started elsewhere (load hosts): an object with `count` (how many),
+        `listen_host` (this machine's address they reach), `start(spec_json, master_host, master_port, run_id)`
+        and `lost() -> list[str]` (one line per worker that ended before the stop); the master listens on
+        `listen_host` and waits for them beside the `workers` started here."""
         if workers < 0:
             raise ValueError(f"workers: {workers} must be >= 0")
         self.spec = spec if isinstance(spec, LoadSpec) else parse_spec(dict(spec))
@@ -95,6 +100,7 @@ class LoadProcess:
         self.log_dir = self.run_dir.joinpath(*LOG_SUBDIR)
         self.master: subprocess.Popen | None = None
         self.worker_procs: list[subprocess.Popen] = []
+        self.remote = remote
         self.result: dict[str, Any] | None = None
         self._finished = False
         self._tmp: Path | None = None
@@ -140,25 +146,30 @@ class LoadProcess:
         self._tmp = Path(tempfile.mkdtemp(prefix="rmq-load-"))
         spec_file = self.spec.to_file(self._tmp / "spec.json")
         common = ["--spec", str(spec_file), "--run-dir", str(self.run_dir), "--run-id", self.run_id]
-        role = "master" if self.workers else "local"
-        port = free_port() if self.workers else 0
+        remote = self.remote.count if self.remote is not None else 0
+        role = "master" if self.workers or remote else "local"
+        host = self.remote.listen_host if remote else LISTEN_HOST
+        port = free_port(host) if role == "master" else 0
         atexit.register(self._at_exit)
         try:
-            self.master = self._spawn(role, [*common, "--role", role, "--master-port", str(port),
-                                             "--expect-workers", str(self.workers)], stdin=subprocess.PIPE,
-                                      stdout=subprocess.PIPE)
+            self.master = self._spawn(role, [*common, "--role", role, "--master-host", host, "--master-port",
+                                             str(port), "--expect-workers", str(self.workers + remote)],
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE)
             self._reader = threading.Thread(target=self._read, name="load-control", daemon=True)
             self._reader.start()
             deadline = time.monotonic() + timeout_s
-            if self.workers:
+            if role == "master":
                 self._wait_event(control.MSG_LISTENING, deadline, "listen for workers")
+            if remote:
+                self.remote.start(self.spec.model_dump_json(), host, port, self.run_id)
+            if self.workers:
                 for i in range(self.workers):
                     self.worker_procs.append(self._spawn(
                         f"worker-{i + 1}", [*common, "--role", "worker", "--master-port", str(port),
                                             "--master-pid", str(self.master.pid)], stdin=subprocess.DEVNULL,
                         stdout=None))
             self._wait_event(control.MSG_READY, deadline, "get ready")
-            if self.worker_procs:
+            if self.worker_procs or remote:
                 threading.Thread(target=self._watch_workers, name="load-workers", daemon=True).start()
             result = self._command(control.CMD_START, phase=phase, at_ns=time.time_ns(),
                                    timeout_s=max(1.0, deadline - time.monotonic()))
@@ -360,6 +371,13 @@ class LoadProcess:
                 if p.poll() is not None:
                     self._lost(p)
                     return
+            gone = self.remote.lost() if self.remote is not None and not self._stopping else []
+            if gone and self.failure is None:
+                self.failure = {"error": f"{gone[0]}: its unwritten rows are lost", "worker": "remote",
+                                "t_ns": time.time_ns(), "lost": True}
+                if self.on_failure is not None:
+                    self.on_failure(self.failure)
+                return
             time.sleep(WATCH_INTERVAL_S)
 
     def _lost(self, proc: subprocess.Popen | None) -> None:

@@ -25,7 +25,8 @@ from harness.agent.checks import host_checks
 def hello(agent: Any, msg: dict[str, Any]) -> dict[str, Any]:
     return {"hostname": socket.gethostname(), "python": f"{sys.version_info[0]}.{sys.version_info[1]}",
             "machine": platform.machine(), "pid": os.getpid(), "time_ns": time.time_ns(),
-            "work": str(agent.work), "checks": host_checks(msg.get("rocketmq_home"), msg.get("version"))}
+            "work": str(agent.work), "checks": host_checks(msg.get("rocketmq_home"), msg.get("version")),
+            "ssh_client": (os.environ.get("SSH_CONNECTION") or "").split(" ")[0] or None}
 
 
 def clock(agent: Any, msg: dict[str, Any]) -> dict[str, Any]:
@@ -135,6 +136,72 @@ def fault_revert(agent: Any, msg: dict[str, Any]) -> dict[str, Any]:
     return {"evidence": evidence}
 
 
+def sink_start(agent: Any, msg: dict[str, Any]) -> dict[str, Any]:
+    """A TCP sink on `host` of this machine (what a bandwidth fault on a peer measures its rate against), journaled
+    as a process of the run; ended with `sink_stop` or by cleanup."""
+    import json
+    import subprocess
+
+    from harness.resources.processes import spawn
+
+    log = agent.work / "runs" / msg["run_id"] / "sink.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    proc = spawn(agent.journal, [sys.executable, "-m", "faults.net_probe", "sink", "--listen", f"{msg['host']}:0"],
+                 name="sink", run_id=msg["run_id"], log_path=str(log), stdout=subprocess.PIPE)
+    line = proc.popen.stdout.readline() if proc.popen.stdout else b""
+    agent.sink = proc
+    return json.loads(line or b"{}")
+
+
+def sink_stop(agent: Any, msg: dict[str, Any]) -> dict[str, Any]:
+    proc = getattr(agent, "sink", None)
+    if proc is not None:
+        proc.stop(5.0)
+        agent.sink = None
+    return {}
+
+
+def load_workers(agent: Any, msg: dict[str, Any]) -> dict[str, Any]:
+    """`count` Locust workers of the run's load for the master at `master_host:master_port`, writing their rows
+    under `<work>/runs/<run_id>/` (fetched by the control node after the stop); journaled processes."""
+    from harness.resources.processes import spawn
+
+    run_dir = agent.work / "runs" / msg["run_id"]
+    (run_dir / "logs" / "load").mkdir(parents=True, exist_ok=True)
+    spec = run_dir / "load-spec.json"
+    spec.write_text(msg["spec"], encoding="utf-8")
+    workers = agent.__dict__.setdefault("load_procs", [])
+    for _ in range(int(msg.get("count", 1))):
+        argv = [sys.executable, "-m", "loads.headless", "--role", "worker", "--master-host", msg["master_host"],
+                "--master-port", str(msg["master_port"]), "--spec", str(spec), "--run-dir", str(run_dir),
+                "--run-id", msg["run_id"]]
+        workers.append(spawn(agent.journal, argv, name=f"load-worker-{len(workers) + 1}", run_id=msg["run_id"],
+                             log_path=str(run_dir / "logs" / "load" / f"worker-{len(workers) + 1}.log")))
+    return {"pids": [w.popen.pid for w in workers], "run_dir": str(run_dir)}
+
+
+def load_status(agent: Any, msg: dict[str, Any]) -> dict[str, Any]:
+    """Each load worker: pid, running or its exit code."""
+    return {"workers": [{"pid": w.popen.pid, "code": w.popen.poll()} for w in agent.__dict__.get("load_procs", [])]}
+
+
+def load_end(agent: Any, msg: dict[str, Any]) -> dict[str, Any]:
+    """Wait for the workers to exit after their master drained them (SIGTERM, which also drains, after
+    `timeout_s`); their journal entries closed."""
+    import subprocess
+
+    codes = []
+    for w in agent.__dict__.get("load_procs", []):
+        try:
+            w.popen.wait(float(msg.get("timeout_s", 30)))
+        except subprocess.TimeoutExpired:
+            pass
+        w.stop(5.0)
+        codes.append(w.popen.returncode)
+    agent.__dict__["load_procs"] = []
+    return {"codes": codes}
+
+
 def sample(agent: Any, msg: dict[str, Any]) -> dict[str, Any]:
     from harness.collectors.process_sampler import ProcessSampler
 
@@ -156,4 +223,5 @@ def cleanup(agent: Any, msg: dict[str, Any]) -> dict[str, Any]:
 
 
 OPS = {f.__name__: f for f in (hello, clock, ports, node_create, node_start, node_stop, node_ready, node_status,
-                               node_destroy, fault_apply, fault_verify, fault_revert, sample, cleanup)}
+                               node_destroy, fault_apply, fault_verify, fault_revert, sink_start, sink_stop, sample,
+                               load_workers, load_status, load_end, cleanup)}

@@ -46,6 +46,9 @@ class RemoteNode(BrokerChecks):
     master_addr: str | None = None
     broker_id: int | None = None
     stopped: bool = False
+    fault_extras: dict[str, Any] = field(default_factory=dict)
+    """what a fault on this node needs to know of the cluster (network faults: peers, kept addresses, probe ports,
+    sinks: docs/faults.md), sent with each fault to the agent"""
 
     @property
     def pid_source(self) -> RemotePids:
@@ -85,8 +88,8 @@ class RemoteNode(BrokerChecks):
         except Exception:  # noqa: BLE001 - a diagnostic must not raise
             return []
 
-    def fault_runner(self, spec: Any, emit: Any, extras: dict[str, Any] | None = None) -> RemoteFault:
-        return RemoteFault(self, spec, extras or {})
+    def fault_runner(self, spec: Any, emit: Any) -> RemoteFault:
+        return RemoteFault(self, spec, dict(self.fault_extras))
 
     def to_json(self) -> dict[str, Any]:
         return {"factory": "harness.backends.remote_node:unavailable", "name": self.name, "host": self.host}

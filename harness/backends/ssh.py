@@ -12,6 +12,7 @@ its host through its agent; their events come back and are put on this machine's
 start and the end, both in cluster.json with their error bounds)."""
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import tarfile
@@ -34,6 +35,8 @@ from harness.hosts.ssh import SshHost
 from harness.rundir import RunDir
 from harness.scenario import BROKER_NODES, Scenario
 
+SINK_FAULTS = ("net_bandwidth", "net_delay")
+"""Faults that measure against a sink on the peers' hosts: one is started on every host when a scenario has them."""
 LEASE_S = 10.0
 """How long an agent goes on without a word from this process before it reverts its faults and exits."""
 CONTROL_DIR = Path(tempfile.gettempdir())
@@ -78,6 +81,8 @@ class SshBackend(ClusterBackend):
         self.ssh = {name: SshHost(h, control, known_hosts=known_hosts, accept_new=accept_new)
                     for name, h in used.items()}
         self.agents: dict[str, AgentClient] = {}
+        self.control_addr: str | None = None
+        self.sinks: dict[str, str] = {}  # host name -> "addr:port" of its sink (network shaping faults)
         self.offsets: dict[str, dict[str, int]] = {}
         self.specs: dict[str, NodeSpec] = {}
 
@@ -100,8 +105,12 @@ class SshBackend(ClusterBackend):
                                 log_path=self.work / f"agent-{name}.log")
             agent.start()
             self.agents[name] = agent
-            agent.call("hello", rocketmq_home=ssh.host.rocketmq_home if apache else None, version=c.version)
+            hello = agent.call("hello", rocketmq_home=ssh.host.rocketmq_home if apache else None, version=c.version)
+            self.control_addr = self.control_addr or hello.get("ssh_client")
             agent.call("cleanup")
+            if any(f.kind in SINK_FAULTS for _, f in self.scenario.faults):
+                sink = agent.call("sink_start", host=ssh.host.address, run_id=self.run_id)
+                self.sinks[name] = sink["listen"]
             self._measure_clock(name, "start")
         self._make_nodes()
         for n in NODE_ORDER:
@@ -131,6 +140,7 @@ class SshBackend(ClusterBackend):
             specs.append(self._spec(n, broker_properties(c, layout), layout.addr, broker_id=layout.broker_id,
                                     store_size=c.store_size))
         for spec in specs:
+            spec.extras.update(self._net_extras(spec.name, {s.name: s for s in specs}))
             host = self.place[spec.name]
             agent = self.agents[host.name]
             made = agent.call("node_create", spec=spec.to_json(), program=self.program.kind,
@@ -139,6 +149,7 @@ class SshBackend(ClusterBackend):
             node = RemoteNode(name=spec.name, role=spec.role, host=host.name, addr=spec.addr, agent=agent,
                               namesrv_addr=self.namesrv_addr, master_addr=self.broker_addrs.get("master"),
                               broker_id=spec.broker_id)
+            node.fault_extras = dict(spec.extras)
             self.nodes[spec.name] = node
             self.log_sources[spec.name] = [Path(p) for p in made["log_sources"]]
             self.targets[spec.name] = NodeTarget(
@@ -146,6 +157,16 @@ class SshBackend(ClusterBackend):
                 cgroups=made["cgroups"], store_mount=made["store_mount"], store_device=made["store_device"],
                 store_image=made["store_image"], ports={"listen": spec.port}, control=node,
                 extras={"conf": made["conf"], "addr": spec.addr, "host": host.name, "host_address": host.address})
+
+    def _net_extras(self, node: str, specs: dict[str, NodeSpec]) -> dict[str, Any]:
+        """What a network fault on `node` needs (docs/faults.md): the other nodes on other hosts and their hosts'
+        addresses, the addresses never to cut (this machine, the node's own host), a port to probe each peer on,
+        the peers' sinks."""
+        own = self.place[node].address
+        peers = {m: self.place[m].address for m in NODE_ORDER if m != node and self.place[m].address != own}
+        keep = [a for a in (self.control_addr, own) if a]
+        return {"peers": peers, "keep": keep, "probe_ports": {m: specs[m].port for m in peers},
+                "sinks": {m: self.sinks[self.place[m].name] for m in peers if self.place[m].name in self.sinks}}
 
     def _node_dir(self, node: str) -> str:
         return f"{self.place[node].workdir}/runs/{self.run_id}/{node}"
@@ -184,6 +205,19 @@ class SshBackend(ClusterBackend):
 
     # --- during the run ---------------------------------------------------------------------------------------
 
+    def load_hosts(self) -> Any:
+        """The Locust workers on the load hosts (`load.hosts`), or None: the load then runs on this machine."""
+        if not self.scenario.load.hosts:
+            return None
+        from harness.hosts.load_hosts import LoadHosts
+
+        self._load_hosts = LoadHosts(self)
+        return self._load_hosts
+
+    def fetch_load_rows(self) -> None:
+        if getattr(self, "_load_hosts", None) is not None:
+            self._load_hosts.fetch(self.rd.root)
+
     def metrics_nodes(self) -> list[MetricsNode]:
         return [MetricsNode(n, self.targets[n].pids, self.broker_addrs.get(n),
                             sampler=RemoteSampler(self.agents[self.place[n].name], n)) for n in NODE_ORDER]
@@ -199,7 +233,7 @@ class SshBackend(ClusterBackend):
             node_dir = self.specs[n].node_dir
             proc = ssh.run(["sh", "-c", f"cd {node_dir} && tar -cf - --ignore-failed-read logs stdout.log "
                                         f"{n}.conf 2>/dev/null; true"], input=b"", timeout=300, check=False)
-            with tarfile.open(fileobj=_Reader(proc.stdout), mode="r|") as tar:
+            with tarfile.open(fileobj=io.BytesIO(proc.stdout), mode="r|") as tar:
                 tar.extractall(dest, filter="data")
 
     # --- down -------------------------------------------------------------------------------------------------
@@ -211,6 +245,8 @@ class SshBackend(ClusterBackend):
                 yield f"{n} on {self.place[n].name}", lambda a=agent, n=n: _destroyed(a, n)
         for host in sorted(self.agents):
             yield f"clock of {host}", lambda h=host: self._measure_clock(h, "end")
+        for host in sorted(self.sinks):
+            yield f"sink on {host}", lambda h=host: self.agents[h].call("sink_stop")
         for host, agent in sorted(self.agents.items()):
             yield f"agent on {host}", agent.close
         for host, ssh in sorted(self.ssh.items()):
@@ -235,16 +271,4 @@ class RemoteSampler:
             return self.agent.call("sample", nodes=[self.node], timeout_s=5)["samples"].get(self.node, {})
         except Exception:  # noqa: BLE001 - a second without figures is a null row, not a failed run
             return {}
-
-
-class _Reader:
-    """bytes as a file for tarfile's stream mode."""
-
-    def __init__(self, data: bytes) -> None:
-        self.data, self.pos = data, 0
-
-    def read(self, n: int = -1) -> bytes:
-        end = len(self.data) if n < 0 else self.pos + n
-        chunk, self.pos = self.data[self.pos:end], min(end, len(self.data))
-        return chunk
 
