@@ -13,6 +13,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--all", action="store_true",
                         help="also revert entries whose owner is still alive (a running harness or kept cluster)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    from harness.commands.run import add_host_arguments
+
+    add_host_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -26,6 +29,8 @@ def run(args: argparse.Namespace) -> int:
     from faults.journal import default_state_dir
 
     console = Console()
+    if getattr(args, "hosts", None):
+        return _hosts(args, console)
     state = Path(args.state_dir) if args.state_dir else default_state_dir()
     with console.status(f"cleaning up {state}"):
         report = cleanup(state, all_owners=args.all)
@@ -53,3 +58,31 @@ def run(args: argparse.Namespace) -> int:
     for cid in report.clusters_removed:
         console.print(f"removed the state file of cluster {cid}")
     return 0 if report.ok else 1
+
+
+def _hosts(args: argparse.Namespace, console) -> int:
+    """Every host of the inventory cleaned; exit 0 when every one is clean (one line per host)."""
+    import os
+
+    from harness.hosts.cleanup import clean_hosts
+    from harness.hosts.inventory import load_inventory
+    from harness.scenario import SourceError
+
+    try:
+        inventory = load_inventory(args.hosts)
+    except SourceError as err:
+        console.print(err.one_line(), markup=False, highlight=False, soft_wrap=True)
+        return 2
+    known = os.path.abspath(args.known_hosts) if args.known_hosts else None
+    results = clean_hosts(inventory, known_hosts=known, accept_new=args.accept_new_host_keys)
+    for r in results:
+        if "error" in r:
+            line = f"host {r['host']}: not cleaned: {r['error']}"
+        elif r["report"] is None:
+            line = f"host {r['host']}: nothing of rmq-chaos there"
+        else:
+            rep = r["report"]
+            line = (f"host {r['host']}: {len(rep.get('reverted', []))} reverted, {len(rep.get('failed', []))} failed, "
+                    f"{r['agents_ended']} agent(s) ended" + ("" if r["ok"] else " (not clean)"))
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
+    return 0 if all(r["ok"] for r in results) else 1

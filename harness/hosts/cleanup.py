@@ -1,0 +1,50 @@
+"""`rmq-chaos cleanup --hosts FILE`: on every host of an inventory, end the agents a dead control node left (they
+revert their own faults when their lease runs out; this does not wait for that) and run the journal cleanup of the
+host's state directory with the harness installed there, so whatever a dead run left on any host (faults, node
+processes, stores and loop devices, cgroups, swap files, firewall chains, qdiscs) is undone. Hosts in parallel; a
+host that cannot be reached is one line and a failed cleanup."""
+from __future__ import annotations
+
+import json
+import shlex
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from harness.hosts.inventory import Host, Inventory
+from harness.hosts.ssh import SshError, SshHost
+
+
+def clean_host(ssh: SshHost) -> dict[str, Any]:
+    """{"host", "ok", "agents_ended", "report" | "error"} for one host."""
+    host: Host = ssh.host
+    work = shlex.quote(host.workdir)
+    try:
+        ended = ssh.run(["sh", "-c", f"pids=$(pgrep -f -- '-m harness.agent --work {host.workdir}( |$)'); "
+                                     f"[ -n \"$pids\" ] && kill -KILL $pids; echo $pids"], check=False).stdout.split()
+        python = f"{host.workdir}/venv/bin/python"
+        if ssh.run(["test", "-x", python], check=False).returncode != 0:
+            return {"host": host.name, "ok": True, "agents_ended": len(ended), "report": None}
+        proc = ssh.run(["sh", "-c", f"cd {work} && RMQ_CHAOS_STATE={work}/state {shlex.quote(python)} -m harness.cli "
+                                    f"cleanup --state-dir {work}/state --json"], check=False, timeout=600)
+    except SshError as err:
+        return {"host": host.name, "ok": False, "error": str(err)}
+    try:
+        report = json.loads(proc.stdout[proc.stdout.index("{"):])
+    except ValueError:
+        return {"host": host.name, "ok": False, "error": f"cleanup exited {proc.returncode}: "
+                                                         f"{(proc.stderr or proc.stdout).strip()[-300:]}"}
+    return {"host": host.name, "ok": proc.returncode == 0, "agents_ended": len(ended), "report": report}
+
+
+def clean_hosts(inventory: Inventory, *, known_hosts: str | None = None, accept_new: bool = False) -> list[dict]:
+    with tempfile.TemporaryDirectory(prefix="rmq-ssh-") as control:
+        hosts = [SshHost(h, Path(control), known_hosts=known_hosts, accept_new=accept_new)
+                 for h in inventory.hosts.values()]
+        try:
+            with ThreadPoolExecutor(max_workers=max(1, len(hosts))) as pool:
+                return list(pool.map(clean_host, hosts))
+        finally:
+            for ssh in hosts:
+                ssh.close()
