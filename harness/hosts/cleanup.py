@@ -21,7 +21,7 @@ def clean_host(ssh: SshHost) -> dict[str, Any]:
     host: Host = ssh.host
     work = shlex.quote(host.workdir)
     try:
-        ended = ssh.run(["sh", "-c", f"pids=$(pgrep -f -- '-m harness.agent --work {host.workdir}( |$)'); "
+        ended = ssh.run(["sh", "-c", f"pids=$(pgrep -f -- '[-]m harness[.]agent --work {host.workdir}( |$)'); "
                                      f"[ -n \"$pids\" ] && kill -KILL $pids; echo $pids"], check=False).stdout.split()
         python = f"{host.workdir}/venv/bin/python"
         if ssh.run(["test", "-x", python], check=False).returncode != 0:
