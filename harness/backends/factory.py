@@ -21,8 +21,18 @@ def with_backend(scenario: Scenario, backend: str | None, image: str | None, pro
     the file's)."""
     if hosts is not None:
         hosts = str(Path(hosts).resolve())
-    changes = {k: v for k, v in (("backend", backend), ("image", image), ("program", program), ("hosts", hosts))
-               if v is not None}
+    changes: dict[str, Any] = {k: v for k, v in (("backend", backend), ("image", image), ("program", program),
+                                                 ("hosts", hosts)) if v is not None}
+    load_hosts = None
+    if (backend or scenario.cluster.backend) == "ssh" and not scenario.cluster.placement:
+        from harness.hosts.inventory import inventory_of, placement_from_groups
+        from harness.scenario import SourceError
+
+        try:
+            placement, load_hosts = placement_from_groups(inventory_of(hosts or scenario.cluster.hosts))
+        except SourceError as err:
+            raise BackendUnavailable(err.one_line()) from None
+        changes["placement"] = placement
     if not changes:
         return scenario
     data = {**scenario.cluster.model_dump(mode="json", exclude_none=True), **changes}
@@ -33,7 +43,10 @@ def with_backend(scenario: Scenario, backend: str | None, image: str | None, pro
         loc = [*first["loc"], *((first.get("ctx") or {}).get("path") or [])]
         key = ".".join(str(x) for x in loc)
         raise BackendUnavailable(f"cluster{'.' + key if key else ''}: {problem_text(first)}") from None
-    return scenario.model_copy(update={"cluster": cluster})
+    update: dict[str, Any] = {"cluster": cluster}
+    if load_hosts and not scenario.load.hosts:
+        update["load"] = scenario.load.model_copy(update={"hosts": load_hosts})
+    return scenario.model_copy(update=update)
 
 
 def check(scenario: Scenario) -> None:

@@ -13,7 +13,6 @@ start and the end, both in cluster.json with their error bounds)."""
 from __future__ import annotations
 
 import io
-import os
 import shutil
 import tarfile
 import tempfile
@@ -40,9 +39,6 @@ SINK_FAULTS = ("net_bandwidth", "net_delay")
 LEASE_S = 10.0
 """How long an agent goes on without a word from this process before it reverts its faults and exits."""
 CONTROL_DIR = Path(tempfile.gettempdir())
-KNOWN_HOSTS_ENV = "RMQ_CHAOS_KNOWN_HOSTS"
-ACCEPT_NEW_ENV = "RMQ_CHAOS_ACCEPT_NEW_HOST_KEYS"
-"""Set by the CLI's `--known-hosts FILE` and `--accept-new-host-keys` (so a run's child processes see them too)."""
 
 
 def check_hosts(scenario: Scenario) -> None:
@@ -51,8 +47,7 @@ def check_hosts(scenario: Scenario) -> None:
     inventory = inventory_of(scenario.cluster.hosts)
     names = {w.partition(":")[0] for w in scenario.cluster.placement.values()} | set(scenario.load.hosts)
     control = Path(tempfile.mkdtemp(prefix="rmq-ssh-", dir=CONTROL_DIR))
-    hosts = {n: SshHost(inventory.hosts[n], control, known_hosts=os.environ.get(KNOWN_HOSTS_ENV) or None,
-                        accept_new=os.environ.get(ACCEPT_NEW_ENV) == "1") for n in sorted(names)}
+    hosts = {n: SshHost(inventory.hosts[n], control) for n in sorted(names)}
     apache = scenario.cluster.program == "apache"
     needs = {w.partition(":")[0]: HostNeeds(inventory.hosts[w.partition(":")[0]].rocketmq_home,
                                             scenario.cluster.version)
@@ -70,16 +65,13 @@ class SshBackend(ClusterBackend):
 
     def __init__(self, scenario: Scenario, rd: RunDir, journal: Any, state_dir: Path) -> None:
         super().__init__(scenario, rd, journal, state_dir, Program.choose("emulator"))
-        known_hosts = os.environ.get(KNOWN_HOSTS_ENV) or None
-        accept_new = os.environ.get(ACCEPT_NEW_ENV) == "1"
         self.inventory = inventory_of(scenario.cluster.hosts)
         self.place = {n: self.inventory.hosts[w.partition(":")[0]] for n, w in scenario.cluster.placement.items()}
         self.fixed_port = {n: int(w.partition(":")[2]) for n, w in scenario.cluster.placement.items()
                            if w.partition(":")[2]}
         used = {h.name: h for h in [*self.place.values(), *(self.inventory.hosts[h] for h in scenario.load.hosts)]}
         control = Path(tempfile.mkdtemp(prefix="rmq-ssh-", dir=CONTROL_DIR))
-        self.ssh = {name: SshHost(h, control, known_hosts=known_hosts, accept_new=accept_new)
-                    for name, h in used.items()}
+        self.ssh = {name: SshHost(h, control) for name, h in used.items()}
         self.agents: dict[str, AgentClient] = {}
         self.control_addr: str | None = None
         self.sinks: dict[str, str] = {}  # host name -> "addr:port" of its sink (network shaping faults)

@@ -62,8 +62,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _hosts(args: argparse.Namespace, console) -> int:
     """Every host of the inventory cleaned; exit 0 when every one is clean (one line per host)."""
-    import os
-
     from harness.hosts.cleanup import clean_hosts
     from harness.hosts.inventory import load_inventory
     from harness.scenario import SourceError
@@ -73,8 +71,10 @@ def _hosts(args: argparse.Namespace, console) -> int:
     except SourceError as err:
         console.print(err.one_line(), markup=False, highlight=False, soft_wrap=True)
         return 2
-    known = os.path.abspath(args.known_hosts) if args.known_hosts else None
-    results = clean_hosts(inventory, known_hosts=known, accept_new=args.accept_new_host_keys)
+    from harness.commands.run import apply_host_arguments
+
+    apply_host_arguments(args)
+    results = clean_hosts(inventory)
     for r in results:
         if "error" in r:
             line = f"host {r['host']}: not cleaned: {r['error']}"

@@ -51,7 +51,7 @@ def apply_host_arguments(args: argparse.Namespace) -> None:
     """Hand `--known-hosts` / `--accept-new-host-keys` to whatever runs the ssh backend (this process or a child)."""
     import os
 
-    from harness.backends.ssh import ACCEPT_NEW_ENV, KNOWN_HOSTS_ENV
+    from harness.hosts.ssh import ACCEPT_NEW_ENV, KNOWN_HOSTS_ENV
 
     if getattr(args, "known_hosts", None):
         os.environ[KNOWN_HOSTS_ENV] = os.path.abspath(args.known_hosts)

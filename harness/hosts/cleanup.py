@@ -23,7 +23,7 @@ def clean_host(ssh: SshHost) -> dict[str, Any]:
     try:
         ended = ssh.run(["sh", "-c", f"pids=$(pgrep -f -- '[-]m harness[.]agent --work {host.workdir}( |$)'); "
                                      f"[ -n \"$pids\" ] && kill -KILL $pids; echo $pids"], check=False).stdout.split()
-        python = f"{host.workdir}/venv/bin/python"
+        python = f"{host.venv_dir}/bin/python"
         if ssh.run(["test", "-x", python], check=False).returncode != 0:
             return {"host": host.name, "ok": True, "agents_ended": len(ended), "report": None}
         proc = ssh.run(["sh", "-c", f"cd {work} && RMQ_CHAOS_STATE={work}/state {shlex.quote(python)} -m harness.cli "
@@ -38,10 +38,9 @@ def clean_host(ssh: SshHost) -> dict[str, Any]:
     return {"host": host.name, "ok": proc.returncode == 0, "agents_ended": len(ended), "report": report}
 
 
-def clean_hosts(inventory: Inventory, *, known_hosts: str | None = None, accept_new: bool = False) -> list[dict]:
+def clean_hosts(inventory: Inventory) -> list[dict]:
     with tempfile.TemporaryDirectory(prefix="rmq-ssh-") as control:
-        hosts = [SshHost(h, Path(control), known_hosts=known_hosts, accept_new=accept_new)
-                 for h in inventory.hosts.values()]
+        hosts = [SshHost(h, Path(control)) for h in inventory.hosts.values()]
         try:
             with ThreadPoolExecutor(max_workers=max(1, len(hosts))) as pool:
                 return list(pool.map(clean_host, hosts))

@@ -75,13 +75,15 @@ def _check(ssh: SshHost, needs: HostNeeds) -> dict:
 
 
 def install(ssh: SshHost, bundle: Bundle) -> str:
-    """The harness in `<workdir>/venv` on the host (only sent when the host's is not this bundle); its Python."""
+    """The harness in the host's venv (`rmq_chaos_venv`, default `<workdir>/venv`; only sent when the one there is
+    not this bundle); its Python."""
     host = ssh.host
-    venv = f"{host.workdir}/venv"
+    venv = host.venv_dir
     site = f"{venv}/lib/python{bundle.python}/site-packages"
     marker = ssh.run(["cat", f"{site}/{MARKER}"], check=False).stdout.strip()
     if marker != bundle.digest:
         script = (f"mkdir -p {shlex.quote(host.workdir)} && chmod 700 {shlex.quote(host.workdir)} && "
+                  f"mkdir -p {shlex.quote(str(Path(venv).parent))} && "
                   f"rm -rf {shlex.quote(venv)} && {shlex.quote(host.python)} -m venv --without-pip {shlex.quote(venv)}"
                   f" && tar -xf - -C {shlex.quote(site)}")
         with open(bundle.path, "rb") as f:

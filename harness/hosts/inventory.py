@@ -16,8 +16,12 @@ variables read: `ansible_host` (address; default the host's name), `ansible_port
 `ansible_ssh_private_key_file` (relative to the inventory's directory), `ansible_become` / `ansible_become_user`
 (run the agent through sudo), `ansible_python_interpreter` (the Python 3.11 that runs the agent; default `python3`),
 and ours: `rmq_chaos_workdir` (the agent's work and state directory on that host; default
-`/var/lib/rmq-chaos-agent`), `rmq_chaos_rocketmq_home` (a distribution there, for `program: apache`). Other
-variables are kept and ignored. Bad input: `SourceError`, one line naming the file, the key and what is allowed.
+`/var/lib/rmq-chaos-agent`), `rmq_chaos_venv` (where the harness is installed there; default `<workdir>/venv`;
+hosts sharing a filesystem may share one), `rmq_chaos_rocketmq_home` (a distribution there, for `program:
+apache`). Other variables are kept and ignored.
+
+Groups named `namesrv`, `master`, `slave` and `load` place a scenario's nodes and load workers on their hosts when
+the scenario itself does not (`placement_from_groups`): one inventory then runs any scenario with `--hosts FILE`. Bad input: `SourceError`, one line naming the file, the key and what is allowed.
 """
 from __future__ import annotations
 
@@ -49,6 +53,7 @@ class Host:
     become_user: str = "root"
     python: str = DEFAULT_PYTHON
     workdir: str = DEFAULT_WORKDIR
+    venv: str | None = None
     rocketmq_home: str | None = None
     groups: tuple[str, ...] = ()
     vars: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
@@ -56,6 +61,10 @@ class Host:
     @property
     def target(self) -> str:
         return f"{self.user}@{self.address}"
+
+    @property
+    def venv_dir(self) -> str:
+        return self.venv or f"{self.workdir}/venv"
 
 
 @dataclass(frozen=True)
@@ -69,6 +78,16 @@ class Inventory:
             raise SourceError(self.source, None, (), f"{where}: host {name!r} is not in the inventory; allowed: "
                                                      f"{', '.join(sorted(self.hosts)) or 'none (the inventory is empty)'}")
         return self.hosts[name]
+
+
+def placement_from_groups(inventory: Inventory) -> tuple[dict[str, str], list[str]]:
+    """(placement, load hosts) from the groups `namesrv`, `master`, `slave` (the first host of each) and `load`."""
+    placement = {}
+    for node in ("namesrv", "master", "slave"):
+        members = [h.name for h in inventory.hosts.values() if node in h.groups]
+        if members:
+            placement[node] = members[0]
+    return placement, [h.name for h in inventory.hosts.values() if "load" in h.groups]
 
 
 def inventory_of(hosts: str | dict[str, Any] | None) -> Inventory:
@@ -157,4 +176,5 @@ def _host(name: str, v: dict[str, Any], groups: list[str], path: tuple, marks: M
                 become_user=text("ansible_become_user", "root", HOST_NAME_RE) or "root",
                 python=text("ansible_python_interpreter", DEFAULT_PYTHON) or DEFAULT_PYTHON,
                 workdir=text("rmq_chaos_workdir", DEFAULT_WORKDIR) or DEFAULT_WORKDIR,
-                rocketmq_home=text("rmq_chaos_rocketmq_home", None), groups=tuple(groups), vars=dict(v))
+                venv=text("rmq_chaos_venv", None), rocketmq_home=text("rmq_chaos_rocketmq_home", None),
+                groups=tuple(groups), vars=dict(v))

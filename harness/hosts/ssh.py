@@ -19,6 +19,10 @@ from pathlib import Path
 
 from harness.hosts.inventory import Host
 
+KNOWN_HOSTS_ENV = "RMQ_CHAOS_KNOWN_HOSTS"
+ACCEPT_NEW_ENV = "RMQ_CHAOS_ACCEPT_NEW_HOST_KEYS"
+"""Set by the CLI's `--known-hosts FILE` and `--accept-new-host-keys` (so the run's child processes see them too);
+the defaults of every `SshHost`."""
 CONNECT_TIMEOUT_S = 10
 ALIVE_INTERVAL_S = 2
 ALIVE_COUNT = 3
@@ -34,11 +38,11 @@ class SshHost:
     """SSH to one host (see the module docstring)."""
 
     def __init__(self, host: Host, control_dir: str | os.PathLike[str], *, known_hosts: str | None = None,
-                 accept_new: bool = False) -> None:
+                 accept_new: bool | None = None) -> None:
         self.host = host
         self.control_dir = Path(control_dir)
-        self.known_hosts = known_hosts or str(Path.home() / ".ssh" / "known_hosts")
-        self.accept_new = accept_new
+        self.known_hosts = known_hosts or os.environ.get(KNOWN_HOSTS_ENV) or str(Path.home() / ".ssh" / "known_hosts")
+        self.accept_new = accept_new if accept_new is not None else os.environ.get(ACCEPT_NEW_ENV) == "1"
         self.control_path = self.control_dir / f"cm-{host.name}"
 
     # --- the command line -------------------------------------------------------------------------------------

@@ -1,0 +1,60 @@
+"""The seed pair and the master-killed consumer scenario through `--backend ssh --hosts FILE`, on three hosts
+(namesrv, master, slave) plus a load host: the same verdicts as on the local backend (every expectation held), the
+records whole (every send a row, fetched from the load host), and nothing left on any host."""
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from runsupport import events, rows, run_dir_of
+
+pytestmark = [pytest.mark.root, pytest.mark.spark]
+REPO = Path(__file__).resolve().parents[2]
+RUN_TIMEOUT_S = 600
+
+
+def run_on_hosts(cluster, scenario: str, tmp_path: Path) -> tuple[int, Path, str]:
+    state, out = tmp_path / "state", tmp_path / "runs"
+    proc = cluster.rmq_chaos(["run", str(REPO / "scenarios" / scenario), "--out", str(out), "--backend", "ssh",
+                              "--hosts", str(cluster.inventory)], state, stderr=subprocess.PIPE, text=True)
+    try:
+        _, err = proc.communicate(timeout=RUN_TIMEOUT_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    cleanup = cluster.rmq_chaos(["cleanup", "--hosts", str(cluster.inventory)], state, stdout=subprocess.PIPE,
+                                text=True)
+    out_text, _ = cleanup.communicate(timeout=300)
+    assert cleanup.returncode == 0, out_text
+    assert "0 reverted, 0 failed" in out_text or "nothing of rmq-chaos" in out_text, out_text
+    return proc.returncode, run_dir_of(out), err
+
+
+def assert_hosts_used(run_dir: Path) -> None:
+    info = json.loads((run_dir / "cluster.json").read_text())
+    assert info["backend"] == "ssh"
+    assert {n["name"]: n["host"] for n in info["nodes"]} == {"namesrv": "n1", "master": "n2", "slave": "n3"}
+    for host in ("n1", "n2", "n3", "n4"):
+        assert {"offset_start_ns", "error_start_ns", "offset_end_ns", "error_end_ns"} <= set(info["hosts"][host])
+    ev = events(run_dir)
+    totals = next(e for e in ev if e["event"] == "load_stop")["totals"]["result"]
+    sent = rows(run_dir / "requests")
+    assert len(sent) == totals["fired"] == totals["rows"] > 0, "every send has its row, fetched from the load host"
+    assert {r["worker"] for r in sent} == {"w0"}
+    assert any((run_dir / "logs" / "load").glob("n4-*.log")), "the load host's worker log came home"
+
+
+@pytest.mark.parametrize("scenario", ["slave-readonly-default.yaml", "slave-readonly-fallbehind-1m.yaml"])
+def test_the_seed_pair_holds_on_hosts(cluster, scenario: str, tmp_path: Path) -> None:
+    code, run_dir, err = run_on_hosts(cluster, scenario, tmp_path)
+    assert code == 0, err[-3000:]
+    assert_hosts_used(run_dir)
+
+
+def test_master_killed_consumers_holds_on_hosts(cluster, tmp_path: Path) -> None:
+    code, run_dir, err = run_on_hosts(cluster, "master-killed-consumers.yaml", tmp_path)
+    assert code == 0, err[-3000:]
+    assert_hosts_used(run_dir)
