@@ -274,7 +274,8 @@ class Runner:
             progress.step(f"{phase}: the load is not keeping its schedule: {dropped - self._dropped_before} sends "
                           f"dropped (not started within {bound_s:g} s of their intended time); the expectations "
                           f"over this phase will be unknown", "yellow")
-        elif lag_ms / 1000 > bound_s / 2:
+        elif lag_ms / 1000 > bound_s / 2 and f"lag:{phase}" not in self._warned:
+            self._warned.add(f"lag:{phase}")
             progress.step(f"{phase}: the load is {lag_ms / 1000:.1f} s behind its schedule (bound {bound_s:g} s)",
                           "yellow")
 
