@@ -31,7 +31,7 @@ MODELS = ("open", "closed")
 DEFAULT_OPEN_USERS = 64
 DEFAULT_CLOSED_USERS = 64
 DEFAULT_DRAIN_MARGIN_S = 5.0
-DEFAULT_MAX_LAG_S = 1.0
+DEFAULT_MAX_LAG_S = 5.0
 """Open model: a slot not started within this long of its intended time is dropped (counted, never sent)."""
 MAX_MESSAGE_SIZE = 4 * 1024 * 1024  # the broker's default maxMessageSize
 NAME_PATTERN = r"^[A-Za-z0-9_.-]{1,64}$"

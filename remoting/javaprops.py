@@ -18,6 +18,8 @@ def _store_escape(text: str, is_key: bool) -> str:
     for i, ch in enumerate(text):
         if ch == " " and (is_key or i == 0):
             out.append("\\ ")
+        elif ch in _SEPARATORS and not is_key:
+            out.append(ch)  # after the key's separator these are plain text: left as written (host:port stays)
         elif ch in _STORE_SPECIAL:
             out.append(_STORE_SPECIAL[ch])
         elif ord(ch) < 0x20 or ord(ch) > 0x7E:
@@ -27,15 +29,19 @@ def _store_escape(text: str, is_key: bool) -> str:
     return "".join(out)
 
 
+_SEPARATORS = "=:#!"
+
+
 def _utf16_units(ch: str) -> list[int]:
     data = ch.encode("utf-16-be")
     return [int.from_bytes(data[i:i + 2], "big") for i in range(0, len(data), 2)]
 
 
 def store_line(key: str, value: str) -> str:
-    """`key=value\\n` escaped as `Properties.store(OutputStream, ...)` escapes it: backslash escapes for \\, tab,
-    newline, carriage return, form feed, = : # !, a leading blank (every blank of a key), \\uXXXX for anything
-    outside printable ASCII."""
+    """`key=value\\n` escaped as `Properties.store(OutputStream, ...)` escapes it (backslash escapes for \\, tab,
+    newline, carriage return, form feed, a leading blank, every blank and = : # ! of a key, \\uXXXX for anything
+    outside printable ASCII), except that = : # ! in a value stay as written: `Properties.load` takes them
+    literally there, and a file a person reads keeps `namesrvAddr=127.0.0.1:9876`."""
     return f"{_store_escape(key, True)}={_store_escape(value, False)}\n"
 
 

@@ -61,7 +61,7 @@ class ClientSpec(Strict):
 
 class LoadSection(Strict):
     model: Literal["open", "closed"] = "closed"
-    max_lag: Duration = Field(default="1s", description="open model: a send not started within this long of its "
+    max_lag: Duration = Field(default="5s", description="open model: a send not started within this long of its "
                                                         "intended time is dropped (counted, never sent), and every "
                                                         "expectation over its phase is unknown")
     rate: float | None = Field(default=None, gt=0, le=MAX_RATE,
