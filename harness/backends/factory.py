@@ -24,6 +24,9 @@ def with_backend(scenario: Scenario, backend: str | None, image: str | None, pro
     changes: dict[str, Any] = {k: v for k, v in (("backend", backend), ("image", image), ("program", program),
                                                  ("hosts", hosts)) if v is not None}
     load_hosts = None
+    if (backend or scenario.cluster.backend) == "ssh" and not (hosts or scenario.cluster.hosts):
+        raise BackendUnavailable("backend ssh needs an inventory of hosts: give --hosts FILE (Ansible YAML) or "
+                                 "cluster.hosts")
     if (backend or scenario.cluster.backend) == "ssh" and not scenario.cluster.placement:
         from harness.hosts.inventory import inventory_of, placement_from_groups
         from harness.scenario import SourceError

@@ -34,8 +34,11 @@ from harness.hosts.ssh import SshHost
 from harness.rundir import RunDir
 from harness.scenario import BROKER_NODES, Scenario
 
-SINK_FAULTS = ("net_bandwidth", "net_delay")
-"""Faults that measure against a sink on the peers' hosts: one is started on every host when a scenario has them."""
+SINK_FAULTS = ("net_bandwidth", "net_delay", "partition")
+"""Network faults: a sink on every host when a scenario has them (what a bandwidth fault measures against, and the
+port a partition probes a load host on)."""
+LOAD_PEER = "load-{host}"
+"""A load host as a network fault's peer (a partition of the name server cuts the load's route lookups too)."""
 LEASE_S = 10.0
 """How long an agent goes on without a word from this process before it reverts its faults and exits."""
 CONTROL_DIR = Path(tempfile.gettempdir())
@@ -155,10 +158,14 @@ class SshBackend(ClusterBackend):
         addresses, the addresses never to cut (this machine, the node's own host), a port to probe each peer on,
         the peers' sinks."""
         own = self.place[node].address
-        peers = {m: self.place[m].address for m in NODE_ORDER if m != node and self.place[m].address != own}
+        hosts = {m: self.place[m] for m in NODE_ORDER if m != node}
+        hosts.update({LOAD_PEER.format(host=h): self.inventory.hosts[h] for h in self.scenario.load.hosts})
+        peers = {m: h.address for m, h in hosts.items() if h.address != own}
         keep = [a for a in (self.control_addr, own) if a]
-        return {"peers": peers, "keep": keep, "probe_ports": {m: specs[m].port for m in peers},
-                "sinks": {m: self.sinks[self.place[m].name] for m in peers if self.place[m].name in self.sinks}}
+        sinks = {m: self.sinks[hosts[m].name] for m in peers if hosts[m].name in self.sinks}
+        probe = {m: specs[m].port if m in specs else int(sinks[m].rpartition(":")[2]) for m in peers
+                 if m in specs or m in sinks}
+        return {"peers": peers, "keep": keep, "probe_ports": probe, "sinks": sinks}
 
     def _node_dir(self, node: str) -> str:
         return f"{self.place[node].workdir}/runs/{self.run_id}/{node}"

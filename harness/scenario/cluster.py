@@ -110,18 +110,16 @@ class ClusterSpec(Strict):
                 if getattr(self, key):
                     raise at((key,), f"applies to backend ssh only; allowed: backend ssh, or no {key}")
             return self
-        if self.hosts is None:
-            raise at(("hosts",), "backend ssh needs the inventory: a file (or give --hosts FILE), or the inventory "
-                                 "itself")
-        for node in NODE_NAMES:
-            if node not in self.placement:
-                raise at(("placement",), f"backend ssh needs the host of every node; missing {node}; allowed keys: "
-                                         f"{', '.join(NODE_NAMES)}")
-        seen: dict[str, str] = {}
-        for node, where in self.placement.items():
+        for node in self.placement:
             if node not in NODE_NAMES:
                 raise at(("placement", node), f"no node {node!r}; allowed: {', '.join(NODE_NAMES)}")
-            host, _, port = where.partition(":")
+        missing = [n for n in NODE_NAMES if n not in self.placement]
+        if self.placement and missing:
+            raise at(("placement",), f"placement names some nodes but not {', '.join(missing)}; allowed: every node, "
+                                     "or none (then the inventory's groups namesrv, master, slave place them)")
+        seen: dict[str, str] = {}
+        for node, where in self.placement.items():
+            _host, _, port = where.partition(":")
             if not PLACE_RE.match(where) or (port and not 0 < int(port) < 65536):
                 raise at(("placement", node), f"{where!r} is not a host; allowed: host or host:port (1-65535)")
             if port and where in seen:
