@@ -66,9 +66,12 @@ def check(scenario: Scenario) -> None:
         from harness.backends.ssh import check_hosts
         from harness.hosts.deploy import HostError
         from harness.hosts.ssh import SshError
+        from harness.scenario import SourceError
 
         try:
             check_hosts(scenario)
+        except SourceError as err:
+            raise BackendUnavailable(err.one_line()) from None
         except (HostError, SshError) as err:
             raise BackendUnavailable(str(err)) from None
         return

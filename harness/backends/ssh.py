@@ -48,9 +48,11 @@ def check_hosts(scenario: Scenario) -> None:
     """Every host the scenario uses reached and checked (`harness.hosts.deploy.preflight`) before anything starts;
     `HostError` / `SshError` with one line naming the host. The connections are closed again."""
     inventory = inventory_of(scenario.cluster.hosts)
-    names = {w.partition(":")[0] for w in scenario.cluster.placement.values()} | set(scenario.load.hosts)
+    places = [(f"cluster.placement.{node}", w.partition(":")[0]) for node, w in scenario.cluster.placement.items()]
+    places += [(f"load.hosts[{i}]", h) for i, h in enumerate(scenario.load.hosts)]
+    used = {name: inventory.host(name, where) for where, name in places}  # SourceError: one line
     control = Path(tempfile.mkdtemp(prefix="rmq-ssh-", dir=CONTROL_DIR))
-    hosts = {n: SshHost(inventory.hosts[n], control) for n in sorted(names)}
+    hosts = {n: SshHost(h, control) for n, h in sorted(used.items())}
     apache = scenario.cluster.program == "apache"
     needs = {w.partition(":")[0]: HostNeeds(inventory.hosts[w.partition(":")[0]].rocketmq_home,
                                             scenario.cluster.version)
