@@ -9,6 +9,7 @@ cd "$(dirname "$0")"
 APT_PACKAGES=(
   e2fsprogs util-linux mount iproute2 procps psmisc kmod   # loop ext4 stores, fsfreeze, swap, tc, ip netns
   iptables                                                  # partition: a chain of our own (iptables-nft on Debian 12)
+  openssh-client openssh-server                             # ssh backend: ssh to the hosts; tests run sshd per test host
   default-jdk-headless                                      # PySpark needs Java 17+; javac builds analysis/jvm
   chromium                                                  # headless screenshot of the report in tests
   docker.io debootstrap                                     # compose backend: engine, local test image
@@ -28,6 +29,12 @@ if [ ${#missing[@]} -gt 0 ]; then
     echo "setup.sh: missing Debian packages ${missing[*]}; run as root" >&2; exit 1
   fi
   export DEBIAN_FRONTEND=noninteractive
+  # no service of these packages starts on this machine (sshd, dockerd): tests start their own, in namespaces
+  policy=/usr/sbin/policy-rc.d
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\nexit 101\n' > "$policy" && chmod +x "$policy"
+    trap 'rm -f "$policy"' EXIT
+  fi
   apt-get update -q
   apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi

@@ -14,6 +14,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from waiting import poll
+
 from faults.journal import Journal
 from faults.target import NodeTarget
 from harness.resources.cgroups import NodeCgroups
@@ -51,16 +53,6 @@ def free_port_pair() -> int:
     raise RuntimeError("no free port pair on 127.0.0.1")
 
 
-def poll(condition, timeout_s: float, what: str, interval_s: float = 0.05):
-    """Call `condition` until it returns something truthy; AssertionError naming `what` at the deadline."""
-    deadline = time.monotonic() + timeout_s
-    last = None
-    while time.monotonic() < deadline:
-        last = condition()
-        if last:
-            return last
-        time.sleep(interval_s)
-    raise AssertionError(f"timed out after {timeout_s}s waiting for {what} (last: {last!r})")
 
 
 @dataclass

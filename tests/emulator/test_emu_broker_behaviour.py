@@ -7,8 +7,8 @@ import os
 import time
 
 import pytest
-from emu_cluster import poll
 from emu_load import Flood, send_one
+from waiting import poll
 
 from emulator.config.properties import parse_properties
 from faults.disk_freeze import DiskFreeze

@@ -9,7 +9,7 @@ import json
 
 import pytest
 from consumer_wire import WireConnection, consumer_data
-from emu_cluster import poll
+from waiting import poll
 
 from remoting.codes import RequestCode, ResponseCode
 

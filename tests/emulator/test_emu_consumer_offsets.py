@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 from consumer_wire import WireConnection, consumer_data, pull_fields
-from emu_cluster import EmuNodeControl, poll
+from emu_cluster import EmuNodeControl
+from waiting import poll
 
 from remoting.client import RemotingClient
 from remoting.codes import RequestCode, ResponseCode

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 from consumer_wire import WireConnection, consumer_data, pull_fields
-from emu_cluster import poll
+from waiting import poll
 
 from remoting.codes import RequestCode, ResponseCode
 from remoting.message import Message

@@ -9,8 +9,8 @@ from __future__ import annotations
 import time
 
 import pytest
-from emu_cluster import poll
 from emu_load import Flood
+from waiting import poll
 
 from faults.disk_freeze import DiskFreeze
 

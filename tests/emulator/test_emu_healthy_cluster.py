@@ -7,8 +7,8 @@ import concurrent.futures as cf
 import json
 
 import pytest
-from emu_cluster import poll
 from emu_load import send_one
+from waiting import poll
 
 from remoting.message import Message
 

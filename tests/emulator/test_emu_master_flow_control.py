@@ -15,8 +15,8 @@ import re
 import time
 
 import pytest
-from emu_cluster import poll
 from emu_load import Flood
+from waiting import poll
 
 from faults.disk_freeze import DiskFreeze
 from faults.disk_throttle import DiskThrottle

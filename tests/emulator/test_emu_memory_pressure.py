@@ -16,8 +16,8 @@ from __future__ import annotations
 import time
 
 import pytest
-from emu_cluster import poll
 from emu_load import Flood
+from waiting import poll
 
 from faults.memory_pressure import MemoryPressure
 from faults.system import swapfiles

@@ -9,7 +9,7 @@ import threading
 import time
 
 import pytest
-from emu_cluster import poll
+from waiting import poll
 
 from emulator.store.mapped_file import MappedFile
 from faults.journal import Journal

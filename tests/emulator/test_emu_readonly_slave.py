@@ -10,8 +10,8 @@ import threading
 import time
 
 import pytest
-from emu_cluster import poll
 from emu_load import Flood, send_one
+from waiting import poll
 
 from faults.readonly_fs import ReadonlyFs
 

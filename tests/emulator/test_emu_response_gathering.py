@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import socket
 import threading
-import time
 import types
 
 import pytest
+from waiting import poll
 
 from emulator.config.broker_config import BrokerConfig
 from emulator.ha.group_transfer import GroupTransferService
@@ -19,16 +19,6 @@ from emulator.version import resolve_profile
 from emulator.wakeup import Wakeup
 from remoting.codec import FrameReader
 from remoting.command import RemotingCommand
-
-
-def poll(condition, timeout_s: float = 5.0):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.005)
-    raise AssertionError("condition not met in time")
 
 
 @pytest.fixture

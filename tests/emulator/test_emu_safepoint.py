@@ -10,7 +10,7 @@ import threading
 import time
 
 import pytest
-from emu_cluster import poll
+from waiting import poll
 
 from emulator import safepoint
 from emulator.safepoint import VM_STATE

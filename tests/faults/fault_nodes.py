@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import socket
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,13 +62,3 @@ def teardown_node(node: Node) -> None:
     node.cgroups.destroy()
     node.store.destroy()
 
-
-def poll(check, timeout_s: float = 10.0, interval_s: float = 0.02) -> bool:
-    """True as soon as `check()` is true; False when `timeout_s` passed first."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        if check():
-            return True
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(interval_s)

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from fault_nodes import poll
+from waiting import poll
 
 from faults.cluster_state import write_cluster_state
 from faults.journal import Journal, Owner

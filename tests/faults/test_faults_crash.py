@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from fault_nodes import poll
+from waiting import poll
 
 from faults.cleanup import cleanup
 from faults.leftovers import scan_leftovers

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from fault_nodes import poll
+from waiting import poll
 
 from faults.disk_freeze import DiskFreeze
 from faults.disk_throttle import DiskThrottle

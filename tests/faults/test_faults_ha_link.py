@@ -10,7 +10,7 @@ import threading
 import time
 
 import pytest
-from fault_nodes import poll
+from waiting import poll
 
 from faults.errors import FaultRefused
 from faults.ha_link import HaLink

@@ -4,7 +4,7 @@ from __future__ import annotations
 import socket
 
 import pytest
-from fault_nodes import poll
+from waiting import poll
 
 from faults.errors import FaultConflict
 from faults.node_restart import NodeRestart

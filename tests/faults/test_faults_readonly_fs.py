@@ -6,7 +6,7 @@ import os
 import subprocess
 
 import pytest
-from fault_nodes import poll
+from waiting import poll
 
 from faults.cleanup import cleanup
 from faults.errors import FaultRefused

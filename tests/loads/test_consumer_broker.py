@@ -12,7 +12,7 @@ from collections import defaultdict
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from loads_support import wait_for
+from waiting import poll
 
 from analysis.contract import CONSUME_SCHEMA
 from loads.consume_recorder import journal_path, read_journal, rows_in_parts
@@ -63,7 +63,7 @@ def check_consumers(rmq_cluster, tmp_path):
         fleet.start()
         producer = rmq_cluster.producer()
         sent = send(rmq_cluster, producer, 0, 200)
-        wait_for(lambda: set(sent) <= succeeded(run, fleet, "e2e-a"), 90, "200 keys consumed by e2e-a")
+        poll(lambda: set(sent) <= succeeded(run, fleet, "e2e-a"), 90, "200 keys consumed by e2e-a")
         by_worker = defaultdict(int)
         for rows in journaled(run, fleet).values():
             for r in rows:
@@ -71,27 +71,27 @@ def check_consumers(rmq_cluster, tmp_path):
         assert by_worker["e2e-a.c0"] and by_worker["e2e-a.c1"], f"both consumers got queues: {dict(by_worker)}"
 
         fleet.set_stuck("e2e-a.c1", share=1.0, hold_s=600)
-        wait_for(lambda: fleet.workers["e2e-a.c1"].control_path.exists(), 5, "the control file")
+        poll(lambda: fleet.workers["e2e-a.c1"].control_path.exists(), 5, "the control file")
         sent += send(rmq_cluster, producer, 200, 100)
 
         def c1_blocked():
             rows = read_journal(journal_path(run, "e2e-a.c1")).values()
             return sum(1 for r in rows if r["done_ns"] is None) == 4
 
-        wait_for(c1_blocked, 60, "the 4 consume threads of e2e-a.c1 blocked")
+        poll(c1_blocked, 60, "the 4 consume threads of e2e-a.c1 blocked")
         fleet.kill("e2e-a.c1", signal.SIGKILL)
         killed = fleet.worker("e2e-a.c1")
         assert rows_in_parts(run, "e2e-a.c1") == len(read_journal(journal_path(run, "e2e-a.c1")))
         fleet.clear_stuck("e2e-a.c1")
         blocked = {r["key"] for r in read_journal(journal_path(run, killed.name)).values() if r["done_ns"] is None}
         assert len(blocked) == 4
-        wait_for(lambda: set(sent) <= succeeded(run, fleet, "e2e-a"), 120,
+        poll(lambda: set(sent) <= succeeded(run, fleet, "e2e-a"), 120,
                  "every key consumed by e2e-a after the kill (the blocked ones by e2e-a.c0)")
         again = fleet.restart("e2e-a.c1")
         assert again.name == "e2e-a.c1.r1"
         sent += send(rmq_cluster, producer, 300, 100)
-        wait_for(lambda: set(sent) <= succeeded(run, fleet, "e2e-a"), 90, "the last 100 keys by e2e-a")
-        wait_for(lambda: set(sent) <= succeeded(run, fleet, "e2e-b"), 120,
+        poll(lambda: set(sent) <= succeeded(run, fleet, "e2e-a"), 90, "the last 100 keys by e2e-a")
+        poll(lambda: set(sent) <= succeeded(run, fleet, "e2e-b"), 120,
                  "every key consumed by e2e-b (the RECONSUME_LATER ones from its retry topic)")
         result = fleet.stop()
     finally:

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from consumer_fake import committed
-from loads_support import wait_for
+from waiting import poll
 
 from analysis.contract import CONSUME_SCHEMA
 from loads.consume_recorder import journal_path, read_journal
@@ -69,8 +69,8 @@ def test_sigterm_every_delivery_recorded_and_stuck_rows_abandoned(fleet_of, fake
                       {"name": "held", "threads": 2, "stuck": {"share": 1.0, "hold_s": 600}}], drain_s=0.5)
     run = tmp_path / "run"
     assert set(fleet.workers) == {"fast.c0", "held.c0"} and all(w.client_id for w in fleet.workers.values())
-    wait_for(lambda: len(committed(fake_env, "fast.c0")) == 150, 30, "150 deliveries committed")
-    wait_for(lambda: open_in_journal(run, "held.c0") == 2, 30, "both threads of `held` blocked")
+    poll(lambda: len(committed(fake_env, "fast.c0")) == 150, 30, "150 deliveries committed")
+    poll(lambda: open_in_journal(run, "held.c0") == 2, 30, "both threads of `held` blocked")
     result = fleet.stop()
     assert fleet.stop() == result  # idempotent
     assert {w.name: w.proc.returncode for w in fleet.history} == {"fast.c0": 0, "held.c0": 0}
@@ -94,7 +94,7 @@ def test_sigterm_every_delivery_recorded_and_stuck_rows_abandoned(fleet_of, fake
 def test_sigkill_salvage_loses_no_committed_delivery_and_restart_shows_duplicates(fleet_of, fake_env, tmp_path):
     fleet = fleet_of([{"name": "g", "threads": 8, "stuck": {"share": 0.01, "hold_s": 600}}], drain_s=0.5)
     run = tmp_path / "run"
-    wait_for(lambda: open_in_journal(run, "g.c0") >= 1 and len(committed(fake_env, "g.c0")) >= 100, 60,
+    poll(lambda: open_in_journal(run, "g.c0") >= 1 and len(committed(fake_env, "g.c0")) >= 100, 60,
              "a blocked thread and 100 commits")
     fleet.kill("g.c0", signal.SIGKILL)  # waits and salvages
     dead = fleet.worker("g.c0")
@@ -109,7 +109,7 @@ def test_sigkill_salvage_loses_no_committed_delivery_and_restart_shows_duplicate
     again = fleet.restart("g.c0")
     assert again.name == "g.c0.r1" and again.index == 0 and fleet.pids("g") == [again.pid]
     fleet.clear_stuck("g")
-    wait_for(lambda: blocked <= {r["queue_offset"] for r in rows_of(run) if r["worker"] == "g.c0.r1"}, 30,
+    poll(lambda: blocked <= {r["queue_offset"] for r in rows_of(run) if r["worker"] == "g.c0.r1"}, 30,
              "the blocked offsets delivered again to the restarted process")
     fleet.stop()
     rows = rows_of(run)
@@ -122,17 +122,17 @@ def test_control_file_turns_stuck_on_and_release_frees_the_threads(fleet_of, fak
     monkeypatch.setenv("FAKE_INTERVAL_S", "0.01")
     fleet = fleet_of([{"name": "g", "threads": 3}], drain_s=5)
     run = tmp_path / "run"
-    wait_for(lambda: len(committed(fake_env, "g.c0")) >= 20, 30, "deliveries before the fault")
+    poll(lambda: len(committed(fake_env, "g.c0")) >= 20, 30, "deliveries before the fault")
     assert open_in_journal(run, "g.c0") <= 3
     fleet.set_stuck("g", share=1.0, hold_s=600)
-    wait_for(lambda: open_in_journal(run, "g.c0") == 3, 30, "all 3 consume threads blocked")
+    poll(lambda: open_in_journal(run, "g.c0") == 3, 30, "all 3 consume threads blocked")
     status = Path(f"{fleet.workers['g.c0'].control_path}.status")
-    wait_for(lambda: json.loads(status.read_text()).get("blocked") == 3, 30, "the process reports 3 blocked threads")
+    poll(lambda: json.loads(status.read_text()).get("blocked") == 3, 30, "the process reports 3 blocked threads")
     n = len(committed(fake_env, "g.c0"))
-    wait_for(lambda: open_in_journal(run, "g.c0") == 3 and len(committed(fake_env, "g.c0")) == n, 5,
+    poll(lambda: open_in_journal(run, "g.c0") == 3 and len(committed(fake_env, "g.c0")) == n, 5,
              "no commit while every thread is blocked")
     fleet.clear_stuck("g", release=True)
-    wait_for(lambda: len(committed(fake_env, "g.c0")) >= n + 20, 30, "consuming again after the release")
+    poll(lambda: len(committed(fake_env, "g.c0")) >= n + 20, 30, "consuming again after the release")
     assert json.loads(status.read_text())["released"] >= 3
     result = fleet.stop()
     rows = rows_of(run)

@@ -8,7 +8,8 @@ import signal
 import time
 
 import pytest
-from loads_support import assert_contiguous_seqs, read_rows, rows_by_key, wait_for
+from loads_support import assert_contiguous_seqs, read_rows, rows_by_key
+from waiting import poll
 
 S = 1_000_000_000
 
@@ -19,11 +20,11 @@ def test_master_and_two_workers_write_shards_whose_union_has_every_request_once(
             "clients": [{"name": "flood", "users": 8},
                         {"name": "probe", "model": "closed", "users": 1, "think_time_s": 0.02}]}
     load = start_load(spec, workers=2)
-    wait_for(lambda: load.stats()["workers"] == 2 and load.stats()["rows_written"] > 0, 20, "rows from 2 workers")
+    poll(lambda: load.stats()["workers"] == 2 and load.stats()["rows_written"] > 0, 20, "rows from 2 workers")
     change = load.set_phase("two")
     time.sleep(2.0)
     os.kill(load.pids[0], signal.SIGTERM)  # the master: it drains both workers before it exits
-    wait_for(lambda: all(p.poll() is not None for p in [load.master, *load.worker_procs]), 30, "all to exit")
+    poll(lambda: all(p.poll() is not None for p in [load.master, *load.worker_procs]), 30, "all to exit")
     result = load.stop()
     assert result["reason"] == "SIGTERM" and set(result["exit_codes"].values()) == {0}
 

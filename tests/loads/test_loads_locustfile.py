@@ -12,7 +12,8 @@ import sys
 import urllib.request
 from pathlib import Path
 
-from loads_support import assert_contiguous_seqs, read_rows, rows_by_key, wait_for
+from loads_support import assert_contiguous_seqs, read_rows, rows_by_key
+from waiting import poll
 
 from loads.process import free_port
 
@@ -73,7 +74,7 @@ def test_locustfile_with_the_web_ui(broker, tmp_path):
                 return None
             sends = [s for s in doc["stats"] if s["method"] == "SEND"]
             return doc if sends and sends[0]["num_requests"] > 50 else None
-        seen.update(wait_for(stats, 30, "the web UI to show sends"))
+        seen.update(poll(stats, 30, "the web UI to show sends"))
 
     code, out = locust(["--autostart", "--autoquit", "0", "-u", "4", "-r", "100", "-t", "4s", "--web-host",
                         "127.0.0.1", "--web-port", str(port), "--run-dir", str(run_dir), "--run-id", "ui"],

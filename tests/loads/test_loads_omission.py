@@ -9,7 +9,8 @@ from __future__ import annotations
 import time
 
 import pytest
-from loads_support import rows_by_key, wait_for
+from loads_support import rows_by_key
+from waiting import poll
 
 S = 1_000_000_000
 RATE = 1000
@@ -19,7 +20,7 @@ USERS = 64
 
 def run_with_stall(broker, start_load, run_dir, spec):
     load = start_load(spec, directory=run_dir)
-    wait_for(lambda: load.stats()["rows_written"] >= RATE, 15, "a second of steady load")
+    poll(lambda: load.stats()["rows_written"] >= RATE, 15, "a second of steady load")
     time.sleep(0.5)
     stall_start, stall_end = broker.stall(STALL_S)
     while time.time_ns() < stall_end + int(1.5 * S):  # the stall, then time to catch up

@@ -9,8 +9,9 @@ import signal
 import socket
 
 import pytest
-from loads_support import assert_contiguous_seqs, read_rows, rows_by_key, wait_for
+from loads_support import assert_contiguous_seqs, read_rows, rows_by_key
 from scripted_broker import ScriptedBroker
+from waiting import poll
 
 from loads.process import LoadError, LoadProcess
 from loads.spec import SpecError
@@ -28,14 +29,14 @@ def test_records_equal_requests_and_phases_follow_intended_time(broker, run_dir,
                             {"name": "probe", "model": "closed", "users": 1, "think_time_s": 0.05,
                              "send_timeout_ms": 30000}])
     load = start_load(spec)
-    wait_for(lambda: load.stats()["rows_written"] > 0, 10, "the first rows on disk")
+    poll(lambda: load.stats()["rows_written"] > 0, 10, "the first rows on disk")
     # a schedule never fires ahead of itself: 240 sends at 200/s (+ the probe's ~20/s) mean more than 1 s of warmup
-    wait_for(lambda: load.stats()["fired"] >= 240, 20, "1 s of the warmup's schedule")
+    poll(lambda: load.stats()["fired"] >= 240, 20, "1 s of the warmup's schedule")
     change = load.set_phase("fault")  # the spec's rate for the phase: 600/s
     assert change["phase"] == "fault" and change["target_rate"] == pytest.approx(600)
     fired_at_change = load.stats()["fired"]
     # likewise 960 more sends at 600/s (+ ~20/s) mean more than 1.5 s of the fault phase's schedule
-    live = wait_for(lambda: (lambda st: st if st["fired"] >= fired_at_change + 960 and st["phase"] == "fault"
+    live = poll(lambda: (lambda st: st if st["fired"] >= fired_at_change + 960 and st["phase"] == "fault"
                              and st["p99_ms"] is not None else None)(load.stats()), 30, "1.5 s of the fault phase")
     assert live["phase"] == "fault" and live["outcomes"]["SEND_OK"] > 0 and live["p99_ms"] is not None
     result = load.stop()
@@ -67,9 +68,9 @@ def test_records_equal_requests_and_phases_follow_intended_time(broker, run_dir,
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_signal_midway_leaves_every_completed_request_in_readable_parts(broker, run_dir, start_load, sig):
     load = start_load(spec_of(broker, model="open", rate=500, clients=[{"name": "flood", "users": 32}]))
-    wait_for(lambda: load.stats()["rows_written"] > 200, 10, "rows on disk")
+    poll(lambda: load.stats()["rows_written"] > 200, 10, "rows on disk")
     os.kill(load.pids[0], sig)
-    wait_for(lambda: load.master.poll() is not None, 30, f"the load process to exit after {sig.name}")
+    poll(lambda: load.master.poll() is not None, 30, f"the load process to exit after {sig.name}")
     result = load.stop()
     assert result["reason"] == sig.name and load.master.returncode == 0
     table = read_rows(run_dir)
@@ -80,9 +81,9 @@ def test_signal_midway_leaves_every_completed_request_in_readable_parts(broker, 
 
 def test_harness_going_away_drains_the_load(broker, run_dir, start_load):
     load = start_load(spec_of(broker, model="closed", users=4, clients=[{"name": "flood"}]))
-    wait_for(lambda: load.stats()["rows_written"] > 0, 10, "rows on disk")
+    poll(lambda: load.stats()["rows_written"] > 0, 10, "rows on disk")
     load.master.stdin.close()  # what the child sees when the harness process dies
-    wait_for(lambda: load.master.poll() is not None, 30, "the load process to exit")
+    poll(lambda: load.master.poll() is not None, 30, "the load process to exit")
     assert load.stop()["reason"] == "control pipe closed"
     assert set(rows_by_key(run_dir)) == set(broker.keys())
     assert_contiguous_seqs(read_rows(run_dir))
@@ -91,9 +92,9 @@ def test_harness_going_away_drains_the_load(broker, run_dir, start_load):
 def test_sends_in_flight_past_the_drain_timeout_are_recorded_as_abandoned(broker, run_dir, start_load):
     load = start_load(spec_of(broker, model="closed", users=4, drain_timeout_s=1.0,
                               clients=[{"name": "flood", "send_timeout_ms": 20000}]))
-    wait_for(lambda: load.stats()["rows_written"] > 0, 10, "rows on disk")
+    poll(lambda: load.stats()["rows_written"] > 0, 10, "rows on disk")
     stall_start, _ = broker.stall(60)  # every send from now on hangs
-    wait_for(lambda: sum(r.recv_ns >= stall_start for r in broker.received) == 4, 10,
+    poll(lambda: sum(r.recv_ns >= stall_start for r in broker.received) == 4, 10,
              "all four users stuck in a send")
     result = load.stop()
     rows = rows_by_key(run_dir)
@@ -108,7 +109,7 @@ def test_broker_rejections_become_rows_and_locust_failures_named_by_outcome(run_
     remark = "[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: 206ms"
     with ScriptedBroker(send_code=2, send_remark=remark) as busy:
         load = start_load(spec_of(busy, model="closed", users=2, clients=[{"name": "flood"}]))
-        wait_for(lambda: load.stats()["rows_written"] >= 20, 10, "rows on disk")
+        poll(lambda: load.stats()["rows_written"] >= 20, 10, "rows on disk")
         result = load.stop()
     rows = list(rows_by_key(run_dir).values())
     assert {(r["outcome"], r["response_code"], r["remark"]) for r in rows} == {("MQBrokerException", 2, remark)}
@@ -127,7 +128,7 @@ def test_closed_users_whose_sends_fail_at_once_still_let_the_load_answer_and_sto
         dead = f"127.0.0.1:{s.getsockname()[1]}"
     load = start_load({"topic": "LoadTopic", "namesrv": dead, "model": "closed", "users": 4,
                        "clients": [{"name": "flood"}]})
-    wait_for(lambda: load.stats()["rows_written"] >= 20, 10, "rows of failed sends on disk")  # figures pushed
+    poll(lambda: load.stats()["rows_written"] >= 20, 10, "rows of failed sends on disk")  # figures pushed
     result = load.stop()  # answered on the control pipe
     assert result["reason"] == "stop"
     rows = list(rows_by_key(run_dir).values())

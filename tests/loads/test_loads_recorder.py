@@ -8,7 +8,7 @@ import time
 
 import pyarrow.parquet as pq
 import pytest
-from loads_support import wait_for
+from waiting import poll
 
 from analysis.contract import REQUEST_SCHEMA
 from loads.histogram import LogHistogram
@@ -54,7 +54,7 @@ def test_background_writer_writes_without_being_asked_and_keeps_memory_flat(tmp_
         for round_ in range(3):
             for i in range(100):
                 rec.add(row(round_ * 100 + i, T0))
-            wait_for(lambda n=round_: rec.rows_written == (n + 1) * 100, 5, "a background flush")
+            poll(lambda n=round_: rec.rows_written == (n + 1) * 100, 5, "a background flush")
             assert rec.buffered == 0
     finally:
         rec.close()

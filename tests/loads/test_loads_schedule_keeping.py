@@ -15,7 +15,8 @@ import time
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from loads_support import rows_by_key, wait_for
+from loads_support import rows_by_key
+from waiting import poll
 
 S = 1_000_000_000
 RATE = 1000
@@ -31,13 +32,13 @@ def schedule_rows(run_dir) -> list[dict]:
 def stalled_run(broker, start_load, run_dir, spec):
     """Steady load, a phase change to `stall` when the broker stalls, `after` once it answers again, stop."""
     load = start_load(spec, directory=run_dir)
-    wait_for(lambda: load.stats()["rows_written"] >= RATE, 15, "a second of steady load")
+    poll(lambda: load.stats()["rows_written"] >= RATE, 15, "a second of steady load")
     change = load.set_phase("stall")
     broker.stall(STALL_S)
     stall_start, stall_end = broker.stalls[-1]
-    wait_for(lambda: time.time_ns() > stall_end + S, 10, "the stall and a second after it")
+    poll(lambda: time.time_ns() > stall_end + S, 10, "the stall and a second after it")
     after = load.set_phase("after")
-    wait_for(lambda: time.time_ns() > after["at_ns"] + S, 10, "a second of the after phase")
+    poll(lambda: time.time_ns() > after["at_ns"] + S, 10, "a second of the after phase")
     result = load.stop()
     return load, result, change["at_ns"], after["at_ns"], stall_start, stall_end
 
@@ -92,7 +93,7 @@ def test_a_rate_no_process_sends_is_dropped_and_said_live(broker, start_load, tm
     run_dir = tmp_path / "too-fast"
     load = start_load({"topic": "LoadTopic", "namesrv": broker.addr, "model": "open", "rate": 400_000,
                        "max_lag_s": 0.2, "clients": [{"name": "flood", "users": 64}]}, directory=run_dir)
-    live = wait_for(lambda: (lambda st: st if st["dropped"] > 0 else None)(load.stats()), 20, "dropped slots")
+    live = poll(lambda: (lambda st: st if st["dropped"] > 0 else None)(load.stats()), 20, "dropped slots")
     assert live["lag_ms"] >= 0 and live["dropped"] > 0
     load.stop()
     late = sum(d["dropped"] for d in schedule_rows(run_dir) if d["reason"] == "late")

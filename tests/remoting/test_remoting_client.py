@@ -10,6 +10,7 @@ import time
 
 import pytest
 from remoting_scripted_server import CLOSE, SILENT, Reply, free_port
+from waiting import poll
 
 from remoting import codec
 from remoting.acl import AclCredentials
@@ -41,13 +42,6 @@ def in_thread(fn, *args):
     return box, t
 
 
-def poll(condition, timeout_s=5.0):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.005)
-    return False
 
 
 def echo(cmd: RemotingCommand):

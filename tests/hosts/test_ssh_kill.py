@@ -1,0 +1,122 @@
+"""The control node dies (SIGKILL of `rmq-chaos run`) while faults are in effect on two hosts (a frozen master, a
+partitioned slave):
+
+- without anything else, each host's agent reverts its faults itself once the control node's lease runs out: the
+  master runs again and the slave's host has no chain of ours, within the lease (10 s) and the revert;
+- then `rmq-chaos cleanup --hosts FILE` exits 0 and nothing of the run is left on any host: no process of ours,
+  mount, loop device, cgroup, swap file, iptables chain or qdisc (`faults.leftovers` over each host's journal)."""
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+from runsupport import events
+
+pytestmark = pytest.mark.root
+START_S = 240
+LEASE_BOUND_S = 60
+"""The lease (10 s) plus the reverts (a thaw, an iptables chain removed) on a busy machine: generous on purpose."""
+SCENARIO = """\
+name: killed-on-hosts
+cluster:
+  backend: ssh
+  version: "4.9.1"
+  store_size: 64MiB
+  broker: {common: {mappedFileSizeCommitLog: 4194304}}
+load:
+  clients: [{name: flood, users: 4, timeout: 3s}]
+warmup: 1s
+phases:
+  - name: calm
+    duration: 2s
+  - name: faulted
+    duration: 300s
+    faults:
+      - {id: stopped, kind: freeze, target: master}
+      - {id: cut, kind: partition, target: slave, params: {peers: [master]}}
+readback: {enabled: false}
+"""
+
+
+def _start_and_kill(cluster, tmp_path: Path) -> tuple[Path, Path]:
+    scenario = tmp_path / "killed.yaml"
+    scenario.write_text(SCENARIO, encoding="utf-8")
+    state, out = tmp_path / "state", tmp_path / "runs"
+    proc = cluster.rmq_chaos(["run", str(scenario), "--out", str(out), "--hosts", str(cluster.inventory),
+                              "--no-report"], state, stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + START_S
+        verified: set[str] = set()
+        while verified != {"stopped", "cut"}:
+            assert proc.poll() is None, f"rmq-chaos exited early with {proc.returncode}"
+            assert time.monotonic() < deadline, "the faults were not verified in time"
+            runs = list(out.iterdir()) if out.exists() else []
+            if runs and (runs[0] / "events.jsonl").exists():
+                verified = {e["fault_id"] for e in events(runs[0]) if e["event"] == "fault"
+                            and e["action"] == "verify" and e["status"] == "ok"}
+            time.sleep(0.2)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    return next(out.iterdir()), state
+
+
+def _leftovers(cluster, name: str) -> list[str]:
+    """What `faults.leftovers` finds of the host's journal, looked at from inside the host's network namespace."""
+    work = cluster.workdir(name)
+    code = ("import json, sys; from faults.leftovers import scan_leftovers; "
+            f"print(json.dumps(scan_leftovers({str(work / 'state')!r}, [{str(work)!r}])))")
+    proc = cluster.hosts.run(name, [sys.executable, "-c", code], text=True, cwd=REPO,
+                             env={"PYTHONPATH": str(REPO), "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _master_frozen(cluster, run_dir: Path) -> bool:
+    info = json.loads((run_dir / "cluster.json").read_text())
+    pid = next(n["pid"] for n in info["nodes"] if n["name"] == "master")
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T"
+    except OSError:
+        return False
+
+
+def _chain_left(cluster, host: str) -> bool:
+    rules = cluster.hosts.run(host, ["iptables-save"], text=True).stdout
+    return "RMQ-" in rules
+
+
+def _cleanup(cluster, tmp_path: Path, state: Path) -> str:
+    proc = cluster.rmq_chaos(["cleanup", "--hosts", str(cluster.inventory)], state, stdout=subprocess.PIPE,
+                             text=True)
+    out, _ = proc.communicate(timeout=300)
+    assert proc.returncode == 0, out
+    return out
+
+
+def test_the_agents_revert_their_faults_when_the_control_node_is_gone(cluster, tmp_path: Path) -> None:
+    run_dir, state = _start_and_kill(cluster, tmp_path)
+    killed = time.monotonic()
+    assert _master_frozen(cluster, run_dir) and _chain_left(cluster, "n3"), "the faults were in effect at the kill"
+    while _master_frozen(cluster, run_dir) or _chain_left(cluster, "n3"):
+        assert time.monotonic() - killed < LEASE_BOUND_S, "a fault outlived its control node past the bound"
+        time.sleep(0.2)
+    _cleanup(cluster, tmp_path, state)
+    for host in ("n1", "n2", "n3", "n4"):
+        assert _leftovers(cluster, host) == [], host
+
+
+def test_cleanup_hosts_right_after_the_kill_leaves_nothing(cluster, tmp_path: Path) -> None:
+    run_dir, state = _start_and_kill(cluster, tmp_path)
+    out = _cleanup(cluster, tmp_path, state)
+    assert "reverted" in out
+    for host in ("n1", "n2", "n3", "n4"):
+        assert _leftovers(cluster, host) == [], host
+    assert not _master_frozen(cluster, run_dir) and not _chain_left(cluster, "n3")
+    again = _cleanup(cluster, tmp_path, state)
+    assert "0 reverted, 0 failed" in again or "nothing of rmq-chaos" in again
