@@ -1,5 +1,7 @@
 """`python -m emulator.namesrv [-c namesrv.conf]` (console script `rmq-namesrv`): the name server. Brokers register
-(REGISTER_BROKER), clients ask for routes (GET_ROUTEINFO_BY_TOPIC) and the cluster (GET_BROKER_CLUSTER_INFO)."""
+(REGISTER_BROKER), clients ask for routes (GET_ROUTEINFO_BY_TOPIC) and the cluster (GET_BROKER_CLUSTER_INFO).
+With `enableControllerInNamesrv=true` (5.x) it also runs a controller (`emulator.controllermode`) on the DLedger
+peer port of `controllerDLegerSelfId`, as a real 5.3.0 name server does."""
 from __future__ import annotations
 
 import argparse
@@ -10,6 +12,9 @@ import threading
 from emulator import logs
 from emulator.config.broker_config import bind_address
 from emulator.config.properties import load_properties_file
+from emulator.controllermode.config import DEFAULTS as CONTROLLER_DEFAULTS
+from emulator.controllermode.config import ControllerConfig, ControllerConfigError
+from emulator.controllermode.node import ControllerNode
 from emulator.route_table import RouteTable
 from emulator.server import Channel, Processor, RemotingServer
 from emulator.version import VersionError, resolve_profile
@@ -25,6 +30,7 @@ KNOWN_KEYS = {"listenPort", "rocketmqHome", "kvConfigPath", "configStorePath", "
               "serverOnewaySemaphoreValue", "serverAsyncSemaphoreValue", "serverChannelMaxIdleTimeSeconds",
               "serverSocketSndBufSize", "serverSocketRcvBufSize", "serverPooledByteBufAllocatorEnable",
               "useEpollNativeSelector"}
+CONTROLLER_KEYS = {"enableControllerInNamesrv", *CONTROLLER_DEFAULTS}
 
 
 class NamesrvProcessor(Processor):
@@ -79,8 +85,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"rmq-namesrv: {args.config}: listenPort={conf.get('listenPort')!r} is not allowed; "
               "allowed values: a port number", file=sys.stderr)
         return 2
-    logs.setup((logs.NAMESRV,))
-    for key in sorted(set(conf) - KNOWN_KEYS):
+    embedded = profile.is_5x and conf.get("enableControllerInNamesrv", "").strip().lower() == "true"
+    controller = None
+    if embedded:
+        try:
+            controller = ControllerNode(ControllerConfig(conf, args.config), profile.wire_version)
+        except ControllerConfigError as e:
+            print(f"rmq-namesrv: {e}", file=sys.stderr)
+            return 2
+    logs.setup((logs.NAMESRV, logs.CONTROLLER, logs.DLEDGER), files=logs.EMBEDDED_CONTROLLER_FILES)
+    known = KNOWN_KEYS | (CONTROLLER_KEYS if profile.is_5x else set())
+    for key in sorted(set(conf) - known):
         logs.namesrv_log.warning("unknown property %s=%s ignored (not a NamesrvConfig/NettyServerConfig key)",
                                  key, conf[key])
     table = RouteTable()
@@ -100,8 +115,19 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     logs.namesrv_log.info("The Name Server boot success. serializeType=JSON")
     print("The Name Server boot success. serializeType=JSON", flush=True)
+    if controller is not None:
+        try:
+            controller.start()
+        except OSError as e:
+            print(f"rmq-namesrv: cannot listen on {controller.addr}: {e}", file=sys.stderr)
+            server.shutdown()
+            return 1
+        logs.controller_log.info("The ControllerManager boot success. serializeType=JSON")
+        print("The ControllerManager boot success. serializeType=JSON", flush=True)
     while not stop.wait(SCAN_INTERVAL_S):
         table.scan_not_active()
+    if controller is not None:
+        controller.shutdown()
     server.shutdown()
     return 0
 
