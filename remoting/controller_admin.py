@@ -1,7 +1,8 @@
 """Admin calls of the 5.x controller mode, as `mqadmin` makes them (`MQClientAPIImpl` at rocketmq-all-5.3.0):
 `getControllerMetaData` (CONTROLLER_GET_METADATA_INFO, 1005, to any controller's DLedger peer port),
 `getSyncStateSet` (CONTROLLER_GET_SYNC_STATE_DATA, 1006: first the metadata, then the leader), the replica info a
-broker polls (CONTROLLER_GET_REPLICA_INFO, 1004), `electMaster` (CONTROLLER_ELECT_MASTER, 1002, admin trigger) and,
+broker polls (CONTROLLER_GET_REPLICA_INFO, 1004), `electMaster` (CONTROLLER_ELECT_MASTER, 1002, admin trigger),
+`updateControllerConfig` / `getControllerConfig` (1009 / 1010, to the controller named) and,
 to a broker, `getBrokerEpoch` (GET_BROKER_EPOCH_CACHE, 1007) and `haStatus` (GET_BROKER_HA_STATUS, 907).
 A non-SUCCESS answer raises `MQBrokerException(code, remark, addr)`; a controller that is not the leader answers
 CONTROLLER_NOT_LEADER (2007) to everything but the metadata."""
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from remoting import fastjson
+from remoting import fastjson, javaprops
 from remoting.broker_caller import BrokerCaller
 from remoting.client import RemotingClient
 from remoting.codes import RequestCode
@@ -99,6 +100,19 @@ class ControllerAdmin(BrokerCaller):
         response = self.ok(self.invoke(leader, RequestCode.CONTROLLER_ELECT_MASTER, fields, timeout_ms=timeout_ms),
                            leader)
         return ElectMasterResponseHeader.from_fields(response.ext_fields)
+
+    def update_controller_config(self, controller_addr: str, properties: dict[str, object],
+                                 timeout_ms: float | None = None) -> None:
+        """`mqadmin updateControllerConfig`: UPDATE_CONTROLLER_CONFIG (1009) with `key=value` lines."""
+        body = javaprops.dumps(properties).encode("utf-8")
+        self.ok(self.invoke(controller_addr, RequestCode.UPDATE_CONTROLLER_CONFIG, None, body, timeout_ms),
+                controller_addr)
+
+    def get_controller_config(self, controller_addr: str, timeout_ms: float | None = None) -> dict[str, str]:
+        """`mqadmin getControllerConfig`: GET_CONTROLLER_CONFIG (1010)."""
+        response = self.ok(self.invoke(controller_addr, RequestCode.GET_CONTROLLER_CONFIG, timeout_ms=timeout_ms),
+                           controller_addr)
+        return javaprops.loads(response.body)
 
     def get_broker_epoch_cache(self, broker_addr: str, timeout_ms: float | None = None) -> EpochEntryCache:
         """`mqadmin getBrokerEpoch`: the broker's epoch entries and max offset."""

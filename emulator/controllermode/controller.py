@@ -31,7 +31,7 @@ class DLedgerController:
         self.config = config
         self.state = ReplicasState()
         policy = ElectPolicy(heartbeats.is_active, heartbeats.live_info)
-        self.decisions = Decisions(self.state, heartbeats.is_active, policy, config.unclean_election)
+        self.decisions = Decisions(self.state, heartbeats.is_active, policy, lambda: config.unclean_election)
         peers = {p.id: p.addr for p in config.peers}
         self.dledger = DLedgerServer(config.group, config.self_id, peers, config.store_path, version, self._apply)
         self.dledger.role_handlers.append(self._on_role_change)

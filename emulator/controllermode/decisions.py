@@ -4,6 +4,7 @@ them, change the state on every controller. Reads the state only; `alive(cluster
 manager's view. Codes and remarks are Apache's (`CONTROLLER_*` 2000-2016)."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from emulator.controllermode import replicas as ev
@@ -42,8 +43,9 @@ class ControllerResult:
 
 
 class Decisions:
-    def __init__(self, state: ReplicasState, alive: AliveCheck, policy: ElectPolicy, unclean: bool) -> None:
+    def __init__(self, state: ReplicasState, alive: AliveCheck, policy: ElectPolicy, unclean: Callable[[], bool]) -> None:
         self.state, self.alive, self.policy, self.unclean = state, alive, policy, unclean
+        """`unclean()`: `enableElectUncleanMaster` now (UPDATE_CONTROLLER_CONFIG changes it live)"""
 
     def alter_sync_state_set(self, name: str, master_id: int | None, master_epoch: int | None,
                              new: SyncStateSet) -> ControllerResult:
@@ -97,7 +99,7 @@ class Decisions:
             return result.fail(ResponseCode.CONTROLLER_BROKER_NEED_TO_BE_REGISTERED, "Broker hasn't been registered")
         info, replica = self.state.sync_state[name], self.state.replica_info[name]
         old_master = info.master_broker_id
-        all_brokers = set(replica.brokers) if self.unclean else None
+        all_brokers = set(replica.brokers) if self.unclean() else None
         new_master = broker_id if info.first_time_for_elect else None
         if new_master is None or new_master == -1:
             prefer = broker_id if designate else None

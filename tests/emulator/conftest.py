@@ -1,10 +1,12 @@
-"""Fixtures of the emulator tests: `emu_cluster(...)` starts an embedded cluster and always closes it."""
+"""Fixtures of the emulator tests: `emu_cluster(...)` starts an embedded cluster and always closes it;
+`controller_cluster(...)` the same for a 5.x controller-mode cluster (`emu_controller_cluster`)."""
 from __future__ import annotations
 
 import os
 
 import pytest
 from emu_cluster import EmuCluster
+from emu_controller_cluster import ControllerCluster
 
 
 @pytest.fixture
@@ -17,6 +19,23 @@ def emu_cluster(tmp_path, request):
     def make(**kwargs) -> EmuCluster:
         wait_slave = kwargs.pop("wait_slave", True)
         cluster = EmuCluster(tmp_path / f"c{len(made)}", **kwargs)
+        made.append(cluster)
+        return cluster.start(wait_slave=wait_slave)
+
+    yield make
+    for cluster in made:
+        cluster.close()
+
+
+@pytest.fixture
+def controller_cluster(tmp_path):
+    """Factory: `controller_cluster(controllers=0|3, brokers=2, broker_conf={...}, controller_conf={...},
+    wait_slave=True)` -> started ControllerCluster (stores in plain directories; no root needed)."""
+    made: list[ControllerCluster] = []
+
+    def make(**kwargs) -> ControllerCluster:
+        wait_slave = kwargs.pop("wait_slave", True)
+        cluster = ControllerCluster(tmp_path / f"cc{len(made)}", **kwargs)
         made.append(cluster)
         return cluster.start(wait_slave=wait_slave)
 
