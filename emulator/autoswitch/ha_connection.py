@@ -15,7 +15,7 @@ import threading
 import time
 
 from emulator.autoswitch.ha_service import AutoSwitchHAService, now_ms
-from emulator.ha.connection import HAConnection, _send_batch
+from emulator.ha.connection import HAConnection
 from emulator.logs import store_log
 from emulator.safepoint import VM_STATE
 
@@ -133,7 +133,7 @@ class AutoSwitchHAConnection(HAConnection):
                     if not self.slave_sent_handshake.wait(WAIT_S):
                         continue
                     self.slave_sent_handshake.clear()
-                    self.sock.sendall(self._handshake_frame())
+                    self._write_all(self._handshake_frame())
                 elif self.state == TRANSFER:
                     if self.slave_request_offset == -1:
                         time.sleep(WAIT_S)
@@ -212,7 +212,7 @@ class AutoSwitchHAConnection(HAConnection):
         if (time.time() - self.last_write) * 1000 > self.ha.config.get_int("haSendHeartbeatInterval"):
             frame = self._frame(offset, 0)
             if frame is not None:
-                self.sock.sendall(frame)
+                self._write_all(frame)
             self.last_write = time.time()
 
     def _transfer(self, wake) -> None:
@@ -241,8 +241,19 @@ class AutoSwitchHAConnection(HAConnection):
         with self._lock:
             self.last_master_max_offset = self.ha.store.max_phy_offset()
             self.last_transfer_ms = now_ms()
-        _send_batch(self.sock, frame, data[:size])
+        self._write_all(frame, data[:size])
         self.last_write = time.time()
+
+    def _write_all(self, *parts: bytes) -> None:
+        """Write every byte, however long a full socket makes it take (Java's non-blocking writer keeps its
+        `lastWriteOver=false` and tries again each round); only a closed connection ends it."""
+        view = memoryview(b"".join(parts))
+        while view and not self._stopped:
+            try:
+                sent = self.sock.send(view)
+            except TimeoutError:
+                continue
+            view = view[sent:]
 
 
 def _jbool(value: bool) -> str:

@@ -7,6 +7,7 @@ every SEND_OK message is read back from both brokers, and both hold the same mes
 from __future__ import annotations
 
 import concurrent.futures as cf
+import random
 
 from emu_cluster import poll
 from emu_load import send_one
@@ -22,9 +23,10 @@ it immediate; the bound holds for a silent one too)"""
 
 
 def _send(producer: Producer, prefix: str, n: int, threads: int = 4, size: int = 100) -> list:
+    """`n` sends of `size` random bytes (incompressible: the producer compresses bodies over 4 KiB)."""
     with cf.ThreadPoolExecutor(threads) as pool:
-        return list(pool.map(lambda i: send_one(producer, TOPIC, (f"{prefix}-{i}".encode() * size)[:size],
-                                                f"{prefix}-{i}", 5000), range(n)))
+        return list(pool.map(lambda i: send_one(producer, TOPIC, random.randbytes(size), f"{prefix}-{i}", 5000),
+                             range(n)))
 
 
 def test_killed_master_in_sync_slave_elected_old_master_truncated_nothing_acknowledged_lost(controller_cluster):
