@@ -41,7 +41,8 @@ def test_killed_master_in_sync_slave_elected_old_master_truncated_nothing_acknow
 
     cluster.freeze(slave)  # the slave stops acknowledging: these are on the master only
     unreplicated = _send(producer, "unreplicated", UNREPLICATED, UNREPLICATED, UNREPLICATED_SIZE)
-    assert {o.outcome for o in unreplicated} == {"FLUSH_SLAVE_TIMEOUT"}
+    assert "FLUSH_SLAVE_TIMEOUT" in {o.outcome for o in unreplicated}
+    assert "SEND_OK" not in {o.outcome for o in unreplicated}  # (a send may also be refused as busy: 16 at once)
     before = cluster.sync_state()
     master_end = cluster.ctrl.get_broker_epoch_cache(cluster.nodes[master].addr).max_offset
     cluster.kill(master)
