@@ -11,7 +11,10 @@ import os
 from pathlib import Path
 
 LOG_DIR_ENV = "ROCKETMQ_LOG_DIR"
+MILLIS_ENV = "RMQ_EMULATOR_LOG_MILLIS"
+"""`1`: timestamps with milliseconds (`HH:mm:ss.SSS`), for measurements; the default is Apache's seconds"""
 PATTERN = "%(asctime)s %(levelname)s %(threadName)s - %(message)s"
+MILLIS_PATTERN = "%(asctime)s.%(msecs)03d %(levelname)s %(threadName)s - %(message)s"
 DATE_FORMAT = "%Y-%m-%d %H:%M:%S"
 BROKER = "RocketmqBroker"
 STORE = "RocketmqStore"
@@ -35,7 +38,8 @@ def setup(names: tuple[str, ...], files: dict[str, str] | None = None) -> Path:
     returns the directory. Loggers sharing a file share one handler."""
     directory = log_dir()
     directory.mkdir(parents=True, exist_ok=True)
-    formatter = logging.Formatter(PATTERN, DATE_FORMAT)
+    millis = os.environ.get(MILLIS_ENV) == "1"
+    formatter = logging.Formatter(MILLIS_PATTERN if millis else PATTERN, DATE_FORMAT)
     handlers: dict[str, logging.Handler] = {}
     for name in names:
         logger = logging.getLogger(name)

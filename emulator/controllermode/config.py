@@ -62,7 +62,7 @@ class ControllerConfig:
         self.group = self.values["controllerDLegerGroup"] or "default"
         store = self.values["controllerStorePath"] or os.path.join(os.path.expanduser("~"), "DledgerController")
         self.store_path = store
-        self.values.setdefault("listenPort", str(self.self_peer.port))
+        self.values["listenPort"] = str(self.self_peer.port)  # the controller's server listens on its peer port
 
     def get_int(self, key: str) -> int:
         return int(self.values[key])
