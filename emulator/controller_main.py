@@ -5,14 +5,13 @@ controller, as Apache's `bin/mqcontroller`. One member of the DLedger group name
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
-import threading
 
 from emulator import logs
 from emulator.config.properties import load_properties_file
 from emulator.controllermode.config import ControllerConfig, ControllerConfigError
 from emulator.controllermode.node import ControllerNode
+from emulator.stop_signal import listening, stop_on_signals
 
 STANDALONE_WIRE_VERSION = 0
 """A real 5.3.0 `mqcontroller` answers with header version 0: ControllerStartup, unlike NamesrvStartup, never sets
@@ -34,14 +33,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"load config properties file OK, {args.config}", flush=True)
     logs.setup((logs.CONTROLLER, logs.DLEDGER))
     node = ControllerNode(config, STANDALONE_WIRE_VERSION)
-    try:
-        node.start()
-    except OSError as e:
-        print(f"rmq-controller: cannot listen on {node.addr}: {e}", file=sys.stderr)
+    if not listening("rmq-controller", node.addr, node.start):
         return 1
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    stop = stop_on_signals()
     tip = "The Controller Server boot success. serializeType=JSON"
     logs.controller_log.info(tip)
     print(tip, flush=True)

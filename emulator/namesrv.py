@@ -5,9 +5,7 @@ peer port of `controllerDLegerSelfId`, as a real 5.3.0 name server does."""
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
-import threading
 
 from emulator import logs
 from emulator.config.broker_config import bind_address
@@ -17,6 +15,7 @@ from emulator.controllermode.config import ControllerConfig, ControllerConfigErr
 from emulator.controllermode.node import ControllerNode
 from emulator.route_table import RouteTable
 from emulator.server import Channel, Processor, RemotingServer
+from emulator.stop_signal import listening, stop_on_signals
 from emulator.version import VersionError, resolve_profile
 from remoting import fastjson
 from remoting.codes import RequestCode, ResponseCode
@@ -105,21 +104,13 @@ def main(argv: list[str] | None = None) -> int:
                  RequestCode.GET_BROKER_CLUSTER_INFO, RequestCode.QUERY_DATA_VERSION):
         server.register(code, processor, None)
     server.on_close.append(lambda ch: table.channel_closed(id(ch)))
-    try:
-        server.start()
-    except OSError as e:
-        print(f"rmq-namesrv: cannot listen on {bind_address()}:{port}: {e}", file=sys.stderr)
+    if not listening("rmq-namesrv", f"{bind_address()}:{port}", server.start):
         return 1
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    stop = stop_on_signals()
     logs.namesrv_log.info("The Name Server boot success. serializeType=JSON")
     print("The Name Server boot success. serializeType=JSON", flush=True)
     if controller is not None:
-        try:
-            controller.start()
-        except OSError as e:
-            print(f"rmq-namesrv: cannot listen on {controller.addr}: {e}", file=sys.stderr)
+        if not listening("rmq-namesrv", controller.addr, controller.start):
             server.shutdown()
             return 1
         logs.controller_log.info("The ControllerManager boot success. serializeType=JSON")

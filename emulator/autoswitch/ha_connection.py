@@ -52,39 +52,14 @@ class AutoSwitchHAConnection(HAConnection):
         self.state = state
 
     # --- slave -> master ----------------------------------------------------------------------------------------
-    def _read(self) -> None:
-        store_log.info("ReadSocketService service started")
-        buf = bytearray()
-        last_read = time.time()
-        self.sock.settimeout(SELECT_S)
-        try:
-            while not self._stopped:
-                try:
-                    data = self.sock.recv(1024 * 1024)
-                    VM_STATE.poll()
-                    if not data:
-                        store_log.error("processReadEvent error")
-                        break
-                    last_read = time.time()
-                    buf += data
-                    self._process(buf)
-                except TimeoutError:
-                    pass
-                interval = (time.time() - last_read) * 1000
-                if interval > self.ha.config.get_int("haHousekeepingInterval"):
-                    store_log.warning("ha housekeeping, found this connection[%s] expired, %d", self.client_addr,
-                                      interval)
-                    break
-        except OSError as e:
-            store_log.error("ReadSocketService service has exception. %s", e)
-        finally:
-            self._stopped = True
-            self.state = SHUTDOWN
-            self.ha.remove_connection(self)
-            self._close()
-            store_log.info("ReadSocketService service end")
+    EOF_LINE = "processReadEvent error"
+    READ_ERROR_LINE = "ReadSocketService service has exception. %s"
 
-    def _process(self, buf: bytearray) -> None:
+    def _read_ended(self) -> None:
+        self.state = SHUTDOWN
+        super()._read_ended()
+
+    def _process_reports(self, buf: bytearray) -> None:
         while len(buf) >= SLAVE_TRANSFER.size:
             (state,) = struct.unpack_from(">i", buf)
             if state == HANDSHAKE:

@@ -45,10 +45,23 @@ class AutoSwitchHAService(HAService):
         return AutoSwitchHAConnection(self, sock, remote)
 
     # --- role changes -----------------------------------------------------------------------------------------
-    def change_to_master(self, epoch: int) -> bool:
+    def _stale(self, epoch: int, role: str) -> bool:
         last = self.epoch_cache.last_epoch()
         if epoch < last:
-            store_log.warning("newMasterEpoch %d < lastEpoch %d, fail to change to master", epoch, last)
+            store_log.warning("newMasterEpoch %d < lastEpoch %d, fail to change to %s", epoch, last, role)
+            return True
+        return False
+
+    def _append_epoch(self, epoch: int) -> EpochEntry:
+        """A new epoch starting at this log's end (an entry for this epoch or a later one is replaced)."""
+        entry = EpochEntry(epoch, self.store.max_phy_offset())
+        if self.epoch_cache.last_epoch() >= epoch:
+            self.epoch_cache.truncate_suffix_by_epoch(epoch)
+        self.epoch_cache.append(entry)
+        return entry
+
+    def change_to_master(self, epoch: int) -> bool:
+        if self._stale(epoch, "master"):
             return False
         self.destroy_connections()
         if self.client is not None:
@@ -59,10 +72,7 @@ class AutoSwitchHAService(HAService):
         store.confirm_offset = self.compute_confirm_offset()
         if truncate_offset >= 0:
             self.epoch_cache.truncate_suffix_by_offset(truncate_offset)
-        entry = EpochEntry(epoch, store.max_phy_offset())
-        if self.epoch_cache.last_epoch() >= epoch:
-            self.epoch_cache.truncate_suffix_by_epoch(epoch)
-        self.epoch_cache.append(entry)
+        entry = self._append_epoch(epoch)
         while store.reput.behind() > 0 and not self.stopped:  # waiting for the consume queues' dispatch
             time.sleep(0.1)
         store_log.info("TruncateOffset is %d, confirmOffset is %d, maxPhyOffset is %d", truncate_offset,
@@ -74,9 +84,7 @@ class AutoSwitchHAService(HAService):
     def change_to_slave(self, master_addr: str, epoch: int, slave_id: int) -> bool:
         from emulator.autoswitch.ha_client import AutoSwitchHAClient
 
-        last = self.epoch_cache.last_epoch()
-        if epoch < last:
-            store_log.warning("newMasterEpoch %d < lastEpoch %d, fail to change to slave", epoch, last)
+        if self._stale(epoch, "slave"):
             return False
         self.destroy_connections()
         if self.client is not None:
@@ -88,14 +96,9 @@ class AutoSwitchHAService(HAService):
         return True
 
     def change_to_master_when_last_role_is_master(self, epoch: int) -> bool:
-        last = self.epoch_cache.last_epoch()
-        if epoch < last:
-            store_log.warning("newMasterEpoch %d < lastEpoch %d, fail to change to master", epoch, last)
+        if self._stale(epoch, "master"):
             return False
-        entry = EpochEntry(epoch, self.store.max_phy_offset())
-        if self.epoch_cache.last_epoch() >= epoch:
-            self.epoch_cache.truncate_suffix_by_epoch(epoch)
-        self.epoch_cache.append(entry)
+        entry = self._append_epoch(epoch)
         store_log.info("Change ha to master success, last role is master, newMasterEpoch:%d, startOffset:%d", epoch,
                        entry.start_offset)
         return True

@@ -53,17 +53,17 @@ class MemberState:
             self.role, self.leader_id = Role.LEADER, self.self_id
 
     def change_to_follower(self, term: int, leader_id: str) -> None:
-        with self.lock:
-            if term > self.curr_term:
-                self.curr_term, self.vote_for = term, None
-            self.role, self.leader_id = Role.FOLLOWER, leader_id
-            self._persist()
+        self._change(Role.FOLLOWER, term, leader_id)
 
     def change_to_candidate(self, term: int) -> None:
+        self._change(Role.CANDIDATE, term, None)
+
+    def _change(self, role: Role, term: int, leader_id: str | None) -> None:
+        """A later term forgets the vote of the earlier one."""
         with self.lock:
             if term > self.curr_term:
                 self.curr_term, self.vote_for = term, None
-            self.role, self.leader_id = Role.CANDIDATE, None
+            self.role, self.leader_id = role, leader_id
             self._persist()
 
     def set_vote_for(self, leader_id: str) -> None:
