@@ -8,7 +8,10 @@ in a network namespace of our own (only loopback): figures only, no assertion. N
 The load: 4 threads sending through one `remoting.Producer` (java-5.3 profile) to a 4-queue topic, plus a probe
 sending SEND_MESSAGE_V2 straight to every broker's address every 20 ms (the broker's own readiness, free of the
 producers' 30 s route refresh). Scenarios, t = 0 at the fault:
-- kill: SIGKILL of the master. elect_s (the controller's SyncStateSet names another master), route_s (the name
+- kill: SIGKILL of the master. fin_s (a connection to the master reads EOF: the kernel closed its sockets),
+  log_*_s (the first log line after t0 of: the controller's "Channel ... inactive", "Elect new master", the new
+  master's "Begin to change to master" and "Change broker ... to SYNC_MASTER", logged after it re-registered), on
+  Apache the classes the controller's and the new master's JVMs loaded meanwhile (`-Xlog:class+load`), elect_s (the controller's SyncStateSet names another master), route_s (the name
   server's brokerId 0), role_s (the new master's GET_BROKER_HA_STATUS says master), probe_ok_s (its first SEND_OK
   to the probe), producer_ok_s (the producers' first SEND_OK) and the producers' outcomes until then.
 - shrink: `minInSyncReplicas=2`; SIGSTOP of a slave: shrink_s (the set loses it), refused_s (first send refused
@@ -26,6 +29,7 @@ import os
 import random
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -163,8 +167,29 @@ def run_round(args, workdir: Path) -> dict:
     return figures
 
 
+def fin_watch(addr: str, t0_box: list) -> list:
+    """A connection to `addr` and a thread that notes when it reads EOF (the killed process's sockets closed)."""
+    host, port = addr.rsplit(":", 1)
+    sock = socket.create_connection((host, int(port)), timeout=60)
+    seen: list = []
+
+    def wait() -> None:
+        try:
+            while sock.recv(4096):
+                pass
+        except OSError:
+            pass
+        seen.append(round(time.time() - t0_box[0], 3))
+        sock.close()
+
+    threading.Thread(target=wait, daemon=True).start()
+    return seen
+
+
 def kill_master(cluster: Cluster, probe: Probe, master: str, slaves: list[str], out: list) -> dict:
-    t0 = time.time()
+    t0_box = [0.0]
+    fin = fin_watch(cluster.broker_addr(master), t0_box)
+    t0 = t0_box[0] = time.time()
     cluster.signal(master, signal.SIGKILL)
     cluster.nodes[master].proc.wait(10)
     addrs = [cluster.broker_addr(s) for s in slaves]
@@ -179,7 +204,14 @@ def kill_master(cluster: Cluster, probe: Probe, master: str, slaves: list[str], 
     window = Counter(o for b, e, o, _ in out if b >= t0 and (first_end is None or e < first_end))
     new_name = next((s for s in slaves if cluster.broker_addr(s) == new), None)
     time.sleep(1)  # let the logs be written
-    return {**log_breakdown(cluster, t0, new_name), "elect_s": elect, "route_s": route, "role_s": role, "probe_ok_s": probe_ok,
+    logs = log_breakdown(cluster, t0, new_name)
+    classes = {}
+    if cluster.program == "apache" and logs["log_elect_s"] is not None and new_name:
+        ctrl = "namesrv" if not cluster.controllers else f"controller-{cluster.controller_addrs.index(probe.leader())}"
+        classes = {"classes_loaded_controller_until_elect": cluster.classes_loaded(ctrl, t0, t0 + logs["log_elect_s"]),
+                   "classes_loaded_new_master_until_changed": cluster.classes_loaded(
+                       new_name, t0, t0 + (logs["log_changed_master_s"] or role or 0))}
+    return {"fin_s": fin[0] if fin else None, **logs, **classes, "elect_s": elect, "route_s": route, "role_s": role, "probe_ok_s": probe_ok,
             "producer_ok_s": producer_ok, "window": dict(window)}
 
 

@@ -110,7 +110,9 @@ class Cluster:
             script = {"namesrv": "mqnamesrv", "controller": "mqcontroller", "broker": "mqbroker"}[node.kind]
             home = self._shadow_home()
             argv = [str(home / "bin" / script), "-c", str(node.conf)]
-            env = dict(os.environ, ROCKETMQ_HOME=str(home), JAVA_OPT_EXT=f"{JAVA_HEAP} -Duser.home={node.home}")
+            class_log = f"-Xlog:class+load=info:file={node.home / 'classload.log'}:uptimemillis"
+            env = dict(os.environ, ROCKETMQ_HOME=str(home),
+                       JAVA_OPT_EXT=f"{JAVA_HEAP} -Duser.home={node.home} {class_log}")
         else:
             module = {"namesrv": "emulator.namesrv", "controller": "emulator.controller_main",
                       "broker": "emulator.broker"}[node.kind]
@@ -144,6 +146,27 @@ class Cluster:
                 raise SystemExit(f"{node.name} exited {node.proc.returncode}: see {node.home / 'out.log'}")
             time.sleep(0.2)
         raise SystemExit(f"{node.name} did not boot in {BOOT_TIMEOUT_S}s: see {node.home / 'out.log'}")
+
+    def classes_loaded(self, name: str, start: float, end: float) -> int | None:
+        """How many classes the node's JVM loaded between wall times `start` and `end` (Apache only: its
+        `-Xlog:class+load` file, uptime in ms; the JVM's start from /proc)."""
+        node = self.nodes[name]
+        path = node.home / "classload.log"
+        if self.program != "apache" or node.proc is None or not path.exists():
+            return None
+        try:
+            ticks = int(Path(f"/proc/{node.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+        except (OSError, IndexError, ValueError):
+            return None
+        boot = next(int(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
+                    if line.startswith("btime"))
+        jvm_start = boot + ticks / os.sysconf("SC_CLK_TCK")
+        count = 0
+        for line in path.read_text(errors="replace").splitlines():
+            if line.startswith("[") and "ms]" in line:
+                at = jvm_start + int(line[1:line.index("ms]")]) / 1000
+                count += start <= at <= end
+        return count
 
     def signal(self, name: str, sig: int) -> None:
         proc = self.nodes[name].proc

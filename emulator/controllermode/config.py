@@ -60,7 +60,7 @@ class ControllerConfig:
             raise ControllerConfigError(f"{source}: controllerDLegerSelfId={self.self_id!r} is not allowed; allowed "
                                         f"values: one of the ids in controllerDLegerPeers ({self.values['controllerDLegerPeers']})")
         self.group = self.values["controllerDLegerGroup"] or "default"
-        store = self.values["controllerStorePath"] or os.path.join(os.path.expanduser("~"), "DledgerController")
+        store = self.values["controllerStorePath"] or os.path.join(os.path.expanduser("~"), "DLedgerController")
         self.store_path = store
         self.values["listenPort"] = str(self.self_peer.port)  # the controller's server listens on its peer port
 
