@@ -4,14 +4,13 @@ re-executes itself with a JVM-like allocator (`emulator.allocator`)."""
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
-import threading
 
 from emulator import logs, safepoint
 from emulator.allocator import exec_jvm_like, pretouch_heap
 from emulator.config.broker_config import BrokerConfig, ConfigError
 from emulator.controller import BrokerController
+from emulator.stop_signal import stop_on_signals
 from emulator.version import VersionError, resolve_profile
 
 
@@ -41,9 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     for key, value in config.items():
         logs.broker_log.info("%s=%s", key, value)
     controller = BrokerController(config, profile)
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    stop = stop_on_signals()
     try:
         controller.start()
     except OSError as e:

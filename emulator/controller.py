@@ -3,7 +3,10 @@ name-server registration every `registerNameServerPeriod` and at start-up, a sla
 master every 10 s: topic configs, consumer offsets, delay offsets, subscription groups), the consumer side (consumer
 manager with its 10 s channel scan, subscription groups, consumer offsets persisted every
 `flushConsumerOffsetInterval` and at shutdown, long polling's hold service, the schedule service), starts it and
-stops it."""
+stops it. In 5.x controller mode the replicas manager (`emulator.autoswitch`) decides the role: the broker starts
+fenced and isolated (no puts, no name-server registration) until the controller gave it an id and a role, the
+slave-side sync follows the role, and NOTIFY_BROKER_ROLE_CHANGED, GET_BROKER_EPOCH_CACHE and GET_BROKER_HA_STATUS
+are served."""
 from __future__ import annotations
 
 import threading
@@ -21,6 +24,7 @@ from emulator.processors.admin import AdminProcessor
 from emulator.processors.consumer_manage import ConsumerManageProcessor
 from emulator.processors.context import BrokerContext
 from emulator.processors.pull import PullMessageProcessor
+from emulator.processors.replicas import ReplicasProcessor
 from emulator.processors.send import SendMessageProcessor
 from emulator.processors.send_back import ConsumerSendMsgBackProcessor
 from emulator.pull_hold import PullRequestHoldService
@@ -71,6 +75,14 @@ class BrokerController:
         self.outbound = OutboundClient(profile.wire_version)
         self._register_lock = threading.Lock()
         self.master_addr: str | None = None
+        self.isolated = False
+        """controller mode: not registered with the controller yet (no name-server registration, no heartbeats)"""
+        self.replicas = None
+        if config.controller_mode:
+            from emulator.autoswitch.replicas_manager import ReplicasManager
+
+            self.replicas = ReplicasManager(self)
+        self.ctx.replicas = self.replicas
         self._stopped = threading.Event()
         self.fast_failure: BrokerFastFailure | None = None
         self.vm_thread = VMThread()
@@ -99,9 +111,9 @@ class BrokerController:
             self.server.register(code, send_processor, send)
         self.server.register(RequestCode.CONSUMER_SEND_MSG_BACK, ConsumerSendMsgBackProcessor(self.ctx), send)
         self.server.register(RequestCode.PULL_MESSAGE, self.pull_processor, pull)
-        admin_processor = AdminProcessor(self.ctx)
-        for code in admin_processor.codes:
-            self.server.register(code, admin_processor, admin)
+        for processor in (AdminProcessor(self.ctx), ReplicasProcessor(self.ctx)):
+            for code in processor.codes:
+                self.server.register(code, processor, admin)
         consumer_processor = ConsumerManageProcessor(self.ctx)
         for code in consumer_processor.codes:
             executor = heartbeat if code in CLIENT_CODES else consumer_manage if code in CONSUMER_MANAGE_CODES \
@@ -110,28 +122,41 @@ class BrokerController:
         self.server.on_close.append(self.ctx.consumers.channel_closed)
         for ex in (send, pull, admin, heartbeat, consumer_manage):
             ex.start()
-        if not config.is_slave and config.get_bool("longPollingEnable"):
+        if (not config.is_slave or config.controller_mode) and config.get_bool("longPollingEnable"):
             self.store.message_arriving = self.ctx.hold.notify_message_arriving
         self.ctx.hold.start()
-        if not config.is_slave:
+        if not config.is_slave and not config.controller_mode:
             self.ctx.schedule.start()
         self.store.start()
+        if self.replicas is not None:
+            self.replicas.start()
         self.server.start()
         self.fast_failure = BrokerFastFailure(config, self.store, {
             "send": (send, "waitTimeMillsInSendQueue"), "pull": (pull, "waitTimeMillsInPullQueue"),
             "heartbeat": (heartbeat, "waitTimeMillsInHeartbeatQueue")})
         self.fast_failure.start()
         self.vm_thread.start()
-        self.register_all()
+        if not self.isolated:
+            self.register_all()
         threading.Thread(target=self._register_loop, name="BrokerControllerScheduledThread", daemon=True).start()
         threading.Thread(target=self._persist_offsets_loop, name="ConsumerOffsetPersist", daemon=True).start()
         threading.Thread(target=self._housekeeping_loop, name="ClientHousekeepingScheduledThread",
                          daemon=True).start()
-        if config.is_slave:
+        if config.is_slave and not config.controller_mode:
             threading.Thread(target=self._slave_sync_loop, name="SlaveSynchronize", daemon=True).start()
+
+    def change_special_service(self, master: bool) -> None:
+        """`changeSpecialServiceStatus`: the schedule service runs on a master (started at the first role change
+        to master in controller mode)."""
+        schedule = self.ctx.schedule
+        if master and not schedule.is_alive() and not self._stopped.is_set():
+            schedule.start()
+            broker_log.info("ScheduleServiceStatus changed to true")
 
     def shutdown(self) -> None:
         self._stopped.set()
+        if self.replicas is not None:
+            self.replicas.shutdown()
         self.vm_thread.shutdown()
         if self.fast_failure is not None:
             self.fast_failure.shutdown()
@@ -140,7 +165,7 @@ class BrokerController:
         self._unregister_all()
         self.ctx.offsets.persist()
         self.ctx.schedule.shutdown()
-        if not self.config.is_slave:
+        if not self.config.is_slave or self.ctx.schedule.is_alive():
             self.ctx.schedule.persist()
         self.store.shutdown()
         self.outbound.close()
@@ -190,7 +215,10 @@ class BrokerController:
     def _register_loop(self) -> None:
         wait = REGISTER_INITIAL_DELAY_S
         while not self._stopped.wait(wait):
-            self.register_all()
+            if self.isolated:
+                broker_log.info("Skip register for broker is isolated")
+            else:
+                self.register_all()
             wait = max(10000, min(self.config.get_int("registerNameServerPeriod"), 60000)) / 1000.0
 
     def _persist_offsets_loop(self) -> None:

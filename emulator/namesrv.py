@@ -1,17 +1,21 @@
 """`python -m emulator.namesrv [-c namesrv.conf]` (console script `rmq-namesrv`): the name server. Brokers register
-(REGISTER_BROKER), clients ask for routes (GET_ROUTEINFO_BY_TOPIC) and the cluster (GET_BROKER_CLUSTER_INFO)."""
+(REGISTER_BROKER), clients ask for routes (GET_ROUTEINFO_BY_TOPIC) and the cluster (GET_BROKER_CLUSTER_INFO).
+With `enableControllerInNamesrv=true` (5.x) it also runs a controller (`emulator.controllermode`) on the DLedger
+peer port of `controllerDLegerSelfId`, as a real 5.3.0 name server does."""
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
-import threading
 
 from emulator import logs
 from emulator.config.broker_config import bind_address
 from emulator.config.properties import load_properties_file
+from emulator.controllermode.config import DEFAULTS as CONTROLLER_DEFAULTS
+from emulator.controllermode.config import ControllerConfig, ControllerConfigError
+from emulator.controllermode.node import ControllerNode
 from emulator.route_table import RouteTable
 from emulator.server import Channel, Processor, RemotingServer
+from emulator.stop_signal import listening, stop_on_signals
 from emulator.version import VersionError, resolve_profile
 from remoting import fastjson
 from remoting.codes import RequestCode, ResponseCode
@@ -25,6 +29,7 @@ KNOWN_KEYS = {"listenPort", "rocketmqHome", "kvConfigPath", "configStorePath", "
               "serverOnewaySemaphoreValue", "serverAsyncSemaphoreValue", "serverChannelMaxIdleTimeSeconds",
               "serverSocketSndBufSize", "serverSocketRcvBufSize", "serverPooledByteBufAllocatorEnable",
               "useEpollNativeSelector"}
+CONTROLLER_KEYS = {"enableControllerInNamesrv", *CONTROLLER_DEFAULTS}
 
 
 class NamesrvProcessor(Processor):
@@ -79,8 +84,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"rmq-namesrv: {args.config}: listenPort={conf.get('listenPort')!r} is not allowed; "
               "allowed values: a port number", file=sys.stderr)
         return 2
-    logs.setup((logs.NAMESRV,))
-    for key in sorted(set(conf) - KNOWN_KEYS):
+    embedded = profile.is_5x and conf.get("enableControllerInNamesrv", "").strip().lower() == "true"
+    controller = None
+    if embedded:
+        try:
+            controller = ControllerNode(ControllerConfig(conf, args.config), profile.wire_version)
+        except ControllerConfigError as e:
+            print(f"rmq-namesrv: {e}", file=sys.stderr)
+            return 2
+    logs.setup((logs.NAMESRV, logs.CONTROLLER, logs.DLEDGER), files=logs.EMBEDDED_CONTROLLER_FILES)
+    known = KNOWN_KEYS | (CONTROLLER_KEYS if profile.is_5x else set())
+    for key in sorted(set(conf) - known):
         logs.namesrv_log.warning("unknown property %s=%s ignored (not a NamesrvConfig/NettyServerConfig key)",
                                  key, conf[key])
     table = RouteTable()
@@ -90,18 +104,21 @@ def main(argv: list[str] | None = None) -> int:
                  RequestCode.GET_BROKER_CLUSTER_INFO, RequestCode.QUERY_DATA_VERSION):
         server.register(code, processor, None)
     server.on_close.append(lambda ch: table.channel_closed(id(ch)))
-    try:
-        server.start()
-    except OSError as e:
-        print(f"rmq-namesrv: cannot listen on {bind_address()}:{port}: {e}", file=sys.stderr)
+    if not listening("rmq-namesrv", f"{bind_address()}:{port}", server.start):
         return 1
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    stop = stop_on_signals()
     logs.namesrv_log.info("The Name Server boot success. serializeType=JSON")
     print("The Name Server boot success. serializeType=JSON", flush=True)
+    if controller is not None:
+        if not listening("rmq-namesrv", controller.addr, controller.start):
+            server.shutdown()
+            return 1
+        logs.controller_log.info("The ControllerManager boot success. serializeType=JSON")
+        print("The ControllerManager boot success. serializeType=JSON", flush=True)
     while not stop.wait(SCAN_INTERVAL_S):
         table.scan_not_active()
+    if controller is not None:
+        controller.shutdown()
     server.shutdown()
     return 0
 

@@ -1,6 +1,8 @@
 """The name server's route tables (`RouteInfoManager`): brokers register every 30 s, masters' topic configs become
 queue data, brokers not heard from for 120 s (or whose connection closed) are dropped, and route and cluster data are
-answered in fastjson's layout (bean keys sorted, broker ids as bare integer keys)."""
+answered in fastjson's layout (bean keys sorted, broker ids as bare integer keys). An address registering under a
+new broker id (a slave switched to master, id 0) leaves its old id; a registration for an id another address holds
+with a larger `stateVersion` (a 5.x controller-mode master epoch) is ignored, as 5.x does."""
 from __future__ import annotations
 
 import threading
@@ -49,9 +51,19 @@ class RouteTable:
             for bid, addr in list(data.broker_addrs.items()):
                 if addr == broker_addr and bid != broker_id:
                     del data.broker_addrs[bid]
+            version = (topic_wrapper or {}).get("dataVersion") or {}
+            old_addr = data.broker_addrs.get(broker_id)
+            old_live = self.broker_live.get(old_addr) if old_addr not in (None, broker_addr) else None
+            if old_live is not None and old_live.data_version.get("stateVersion", 0) > version.get("stateVersion", 0):
+                namesrv_log.warning("Registering Broker conflicts with the existed one, just ignore.: Cluster:%s, "
+                                    "BrokerName:%s, BrokerId:%d, Old BrokerAddr:%s, Old Version:%s, New BrokerAddr:%s, "
+                                    "New Version:%s.", cluster, broker_name, broker_id, old_addr,
+                                    old_live.data_version.get("stateVersion", 0), broker_addr,
+                                    version.get("stateVersion", 0))
+                self.broker_live.pop(broker_addr, None)
+                return {}
             first = data.broker_addrs.get(broker_id) != broker_addr
             data.broker_addrs[broker_id] = broker_addr
-            version = (topic_wrapper or {}).get("dataVersion") or {}
             live = self.broker_live.get(broker_addr)
             changed = live is None or live.data_version != version
             if topic_wrapper is not None and broker_id == MASTER_ID and (changed or first):

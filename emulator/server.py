@@ -57,6 +57,9 @@ class Channel:
         self._lock = threading.Lock()
         self.closed = False
 
+    def __repr__(self) -> str:
+        return f"[R:/{self.remote}]"
+
     def respond(self, request: RemotingCommand, code: int, remark: str | None = None,
                 ext_fields: dict[str, str] | None = None, body: bytes = b"") -> None:
         """Write the response to `request` (ext_fields in Java HashMap order, as the broker's header map), in the

@@ -36,20 +36,27 @@ class ConfigError(ValueError):
 
 
 class DataVersion:
-    """`{"counter":N,"timestamp":ms}` as fastjson writes RocketMQ's DataVersion."""
+    """`{"counter":N,"timestamp":ms}` as fastjson writes RocketMQ's DataVersion; a 5.x controller-mode broker also
+    carries `stateVersion` (its master epoch, `nextVersion(epoch)`), which the name server compares when two brokers
+    claim the same broker id."""
 
     def __init__(self) -> None:
         self.counter = 0
         self.timestamp = int(time.time() * 1000)
+        self.state_version: int | None = None
 
-    def next_version(self) -> None:
+    def next_version(self, state_version: int | None = None) -> None:
         self.counter += 1
         self.timestamp = int(time.time() * 1000)
+        if state_version is not None:
+            self.state_version = state_version
 
     def to_json(self) -> str:
-        return json.dumps({"counter": self.counter, "timestamp": self.timestamp}, separators=(",", ":"))
+        return json.dumps(self.to_dict(), separators=(",", ":"))
 
     def to_dict(self) -> dict:
+        if self.state_version is not None:
+            return {"counter": self.counter, "stateVersion": self.state_version, "timestamp": self.timestamp}
         return {"counter": self.counter, "timestamp": self.timestamp}
 
     def assign(self, doc: dict | None, counter_default: int | None = None) -> None:
@@ -58,6 +65,8 @@ class DataVersion:
         doc = doc or {}
         self.counter = int(doc.get("counter", self.counter if counter_default is None else counter_default))
         self.timestamp = int(doc.get("timestamp", self.timestamp))
+        if "stateVersion" in doc:
+            self.state_version = int(doc["stateVersion"])
 
 
 def bind_address() -> str:
@@ -153,6 +162,24 @@ class BrokerConfig:
         return self._values["flushDiskType"] == "SYNC_FLUSH"
 
     @property
+    def controller_mode(self) -> bool:
+        """5.x `enableControllerMode`: the controller decides role and broker id."""
+        return self.profile.is_5x and self.get_bool("enableControllerMode")
+
+    def epoch_file(self) -> str:
+        return self._values.get("storePathEpochFile") or os.path.join(self._values["storePathRootDir"] or "",
+                                                                      "epochFileCheckpoint")
+
+    def broker_identity_file(self) -> str:
+        return self._values.get("storePathBrokerIdentity") or os.path.join(self._values["storePathRootDir"] or "",
+                                                                           "brokerIdentity")
+
+    def set_runtime(self, key: str, value: str) -> None:
+        """What the broker sets on itself at run time (controller mode: `brokerRole`, `brokerId`), not written to
+        the -c file, no listeners (Java's plain setters)."""
+        self._values[key] = value
+
+    @property
     def transient_store_pool_enabled(self) -> bool:
         """4.9.1 `isTransientStorePoolEnable()`: the flag, ASYNC_FLUSH, and not a slave."""
         return self.get_bool("transientStorePoolEnable") and not self.sync_flush and not self.is_slave
@@ -208,16 +235,20 @@ class BrokerConfig:
         return value
 
     def _derive(self) -> None:
-        """What BrokerStartup does after reading the file: masters get brokerId 0, a slave needs one > 0, and
-        haListenPort is always listenPort + 1."""
+        """What BrokerStartup does after reading the file: masters get brokerId 0, a slave needs one > 0 (not in
+        5.x controller mode, where the controller assigns ids), and haListenPort is listenPort + 1 (4.9.x always;
+        5.x unless configured)."""
         where = self.path or "command line"
-        if self.is_slave:
+        if self.controller_mode:
+            pass
+        elif self.is_slave:
             if int(self._values.get("brokerId") or 0) <= 0:
                 raise ConfigError(f"{where}: brokerId={self._values.get('brokerId')!r} is not allowed for "
                                   f"brokerRole=SLAVE; allowed values: an integer > 0 (Slave's brokerId must be > 0)")
         else:
             self._values["brokerId"] = "0"
-        self._values["haListenPort"] = str(self.get_int("listenPort") + 1)
+        if not (self.profile.is_5x and "haListenPort" in self._explicit() and self.get_int("haListenPort") > 0):
+            self._values["haListenPort"] = str(self.get_int("listenPort") + 1)
         if self.profile.is_5x and "storePathCommitLog" not in self._explicit():
             self._values["storePathCommitLog"] = os.path.join(self._values["storePathRootDir"], "commitlog")
 

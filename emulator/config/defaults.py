@@ -211,8 +211,23 @@ ADDED_5_X: tuple[tuple[str, str | None], ...] = (
     ("maxHaTransferByteInSecond", "104857600"),
     ("enableSlaveActingMaster", "false"),
     ("enableControllerMode", "false"),
+    ("controllerAddr", ""),
+    ("fetchControllerAddrByDnsLookup", "false"),
+    ("syncBrokerMetadataPeriod", "5000"),
+    ("checkSyncStateSetPeriod", "5000"),
+    ("syncControllerMetadataPeriod", "10000"),
+    ("controllerHeartBeatTimeoutMills", "10000"),
+    ("brokerHeartbeatInterval", "1000"),
+    ("sendHeartbeatTimeoutMillis", "1000"),
+    ("brokerElectionPriority", "2147483647"),
+    ("syncFromLastFile", "false"),
+    ("asyncLearner", "false"),
+    ("readUnCommitted", "false"),
+    ("storePathEpochFile", None),
+    ("storePathBrokerIdentity", None),
 )
-"""The 5.x properties the emulator models (replica counts, RIP-34); other 5.x names are accepted (KEYS_5_X)."""
+"""The 5.x properties the emulator models (replica counts, RIP-34, RIP-44 controller mode with 5.3.0's defaults:
+`BrokerConfig` / `MessageStoreConfig` at rocketmq-all-5.3.0); other 5.x names are accepted (KEYS_5_X)."""
 
 KEYS_5_X: frozenset[str] = frozenset(
     """

@@ -48,6 +48,9 @@ class HAConnection:
         close_socket(self.sock)
 
     # --- slave -> master: offset reports ----------------------------------------------------------------------
+    EOF_LINE = "read socket[{addr}] < 0"
+    READ_ERROR_LINE = "processReadEvent exception %s"
+
     def _read(self) -> None:
         store_log.info("ReadSocketService service started")
         config = self.ha.config
@@ -60,19 +63,11 @@ class HAConnection:
                     data = self.sock.recv(READ_MAX_BUFFER_SIZE)
                     VM_STATE.poll()
                     if not data:
-                        store_log.error("read socket[%s] < 0", self.client_addr)
+                        store_log.error(self.EOF_LINE.format(addr=self.client_addr))
                         break
                     last_read = time.time()
                     buf += data
-                    whole = len(buf) - len(buf) % 8
-                    if whole >= 8:
-                        (offset,) = _LONG.unpack_from(buf, whole - 8)
-                        del buf[:whole]
-                        self.slave_ack_offset = offset
-                        if self.slave_request_offset < 0:
-                            self.slave_request_offset = offset
-                            store_log.info("slave[%s] request offset %d", self.client_addr, offset)
-                        self.ha.notify_transfer_some(offset)
+                    self._process_reports(buf)
                 except TimeoutError:
                     pass
                 interval = (time.time() - last_read) * 1000
@@ -81,12 +76,27 @@ class HAConnection:
                                       interval)
                     break
         except OSError as e:
-            store_log.error("processReadEvent exception %s", e)
+            store_log.error(self.READ_ERROR_LINE, e)
         finally:
             self._stopped = True
-            self.ha.remove_connection(self)
-            self._close()
+            self._read_ended()
             store_log.info("ReadSocketService service end")
+
+    def _process_reports(self, buf: bytearray) -> None:
+        """The slave's 8-byte offset reports (the last whole one counts; the first is where it asks to start)."""
+        whole = len(buf) - len(buf) % 8
+        if whole >= 8:
+            (offset,) = _LONG.unpack_from(buf, whole - 8)
+            del buf[:whole]
+            self.slave_ack_offset = offset
+            if self.slave_request_offset < 0:
+                self.slave_request_offset = offset
+                store_log.info("slave[%s] request offset %d", self.client_addr, offset)
+            self.ha.notify_transfer_some(offset)
+
+    def _read_ended(self) -> None:
+        self.ha.remove_connection(self)
+        self._close()
 
     # --- master -> slave: commitlog bytes ------------------------------------------------------------------------
     def _write(self) -> None:

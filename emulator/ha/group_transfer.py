@@ -1,6 +1,8 @@
 """`GroupTransferService`: SYNC_MASTER requests wait here, one after another, until the slave's acknowledged offset
 reaches theirs. 4.9.1 gives each request `syncFlushTimeout` from the moment the loop reaches it (so waits add up);
-4.9.3 uses the deadline fixed at creation (`slaveTimeout`); 5.x counts acks of connections against `inSyncReplicas`.
+4.9.3 uses the deadline fixed at creation (`slaveTimeout`); 5.x counts acks of connections against `inSyncReplicas`
+(and, in controller mode with `allAckInSyncStateSet`, waits for every member of the SyncStateSet: the auto-switch HA
+service's `all_acked` decides).
 The loop sleeps up to 1000 ms between checks unless an ack wakes it; timeouts are logged with the version's words."""
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from emulator.store.flush import GroupCommitRequest
 from emulator.wakeup import Wakeup
 
 WAIT_FOR_RUNNING_S = 0.010
+ALL_ACK_IN_SYNC_STATE_SET = -1  # MixAll.ALL_ACK_IN_SYNC_STATE_SET
 NOTIFY_WAIT_S = 1.0
 
 
@@ -43,6 +46,8 @@ class GroupTransferService(RequestServiceThread):
                     self._wait(req)
 
     def _acked(self, req: GroupCommitRequest) -> bool:
+        if req.ack_nums == ALL_ACK_IN_SYNC_STATE_SET:
+            return self.ha.all_acked(req)
         if self.profile.is_5x and req.ack_nums > 1:
             acks = 1 + sum(1 for c in self.ha.connections() if c.slave_ack_offset >= req.next_offset)
             return acks >= req.ack_nums

@@ -30,8 +30,6 @@ HA_BACKLOG = 64
 
 class HAService:
     def __init__(self, store) -> None:
-        from emulator.ha.client import HAClient
-
         self.store = store
         self.config = store.config
         self.connection_count = 0
@@ -41,12 +39,22 @@ class HAService:
         self.group_transfer = GroupTransferService(self)
         self._writer_wakes: tuple = ()
         """the `Wakeup` of every connection's write side (a put raises each; no lock on the put path)"""
-        self.client = HAClient(self) if self.config.is_slave else None
+        self.client = self._initial_client()
         self._listener: socket.socket | None = None
         self._stopped = False
         self._zero_since_ns = 0
         self.zero_periods = Durations()
         """the times the count came back from zero after a connection had been counted out"""
+
+    def _initial_client(self):
+        from emulator.ha.client import HAClient
+
+        return HAClient(self) if self.config.is_slave else None
+
+    def _new_connection(self, sock: socket.socket, remote: tuple[str, int]):
+        from emulator.ha.connection import HAConnection
+
+        return HAConnection(self, sock, remote)
 
     @property
     def stopped(self) -> bool:
@@ -70,8 +78,6 @@ class HAService:
         self.group_transfer.shutdown()
 
     def _accept(self) -> None:
-        from emulator.ha.connection import HAConnection
-
         store_log.info("AcceptSocketService service started")
         while not self._stopped:
             try:
@@ -81,7 +87,7 @@ class HAService:
             self._count_up()
             store_log.info("HAService receive new connection, /%s:%d", remote[0], remote[1])
             try:
-                conn = HAConnection(self, sock, remote)
+                conn = self._new_connection(sock, remote)
             except OSError as e:  # the peer went away before the socket options were set
                 store_log.error("AcceptSocketService: new HAConnection failed, %s", e)
                 sock.close()

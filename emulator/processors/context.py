@@ -30,6 +30,7 @@ class BrokerContext:
     pull_stats: object = None  # emulator.pull_stats.GroupGetStats
     schedule: object = None  # emulator.schedule.ScheduleMessageService
     register_now: object = None
+    replicas: object = None  # emulator.autoswitch.replicas_manager.ReplicasManager (5.x controller mode)
 
     def register_sync(self) -> None:
         """Register with the name servers before answering: 4.9.1 calls `registerBrokerAll(false, true, true)` in the

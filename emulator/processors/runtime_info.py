@@ -3,7 +3,7 @@ with live values, in Java HashMap order, plus HA keys 4.9.1 does not have (docum
 `haConnectionCount`, `haPush2SlaveMaxOffset`, `haSlaveAckOffset` (-1 until the slave's first report),
 `haSlaveFallbehindBytes`, `haConnectionZeroTimes` / `haConnectionZeroLastMicros` / `haConnectionZeroMaxMicros` (how
 often and how long the connection count stayed at zero before a slave was counted again) on a master,
-`haClientConnected`, `haMasterAddress` on a slave."""
+`haClientConnected`, `haMasterAddress` on a slave; 5.x adds `brokerActive` as 5.3.0 does."""
 from __future__ import annotations
 
 import math
@@ -101,6 +101,8 @@ def runtime_table(ctx: BrokerContext) -> dict[str, str]:
         "remainHowManyDataToFlush": human_bytes(max(commitlog.max_offset() - commitlog.queue.flushed_where, 0)),
         "commitLogDirCapacity": capacity,
     }
+    if ctx.profile.is_5x:  # 5.x: `isSpecialServiceRunning`, true on a master (what clusterList's #ACTIVATED shows)
+        t["brokerActive"] = "false" if config.is_slave else "true"
     if store.pool is not None:
         t["remainHowManyDataToCommit"] = human_bytes(max(commitlog.queue.max_wrote_offset()
                                                          - commitlog.queue.committed_where, 0))

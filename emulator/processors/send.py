@@ -120,6 +120,8 @@ class SendMessageProcessor(Processor):
             remark = ("service not available now. It may be caused by one of the following reasons: the broker's "
                       f"disk is full [{self.ctx.disk_ratio():.2f}], messages are put to the slave, message store has "
                       "been shut down, etc.")
+        elif status == "IN_SYNC_REPLICAS_NOT_ENOUGH":  # 5.x controller mode, SendMessageProcessor ~397
+            code, remark = ResponseCode.SYSTEM_ERROR, "in-sync replicas not enough"
         elif status == "OS_PAGECACHE_BUSY":
             code = self.ctx.profile.pc_synchronized_code
             remark = "[PC_SYNCHRONIZED]broker busy, start flow control for a while"

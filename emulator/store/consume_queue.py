@@ -70,6 +70,21 @@ class ConsumeQueue:
     def min_offset_in_queue(self) -> int:
         return self.min_logic_offset // CQ_STORE_UNIT_SIZE
 
+    def truncate_physical(self, phy_offset: int) -> None:
+        """`truncateDirtyLogicFiles`: drop the entries of messages at or after commitlog offset `phy_offset`."""
+        lo, hi = self.min_offset_in_queue(), self.max_offset_in_queue()
+        while lo < hi:  # the first entry at or past phy_offset (entries grow with the commitlog offset)
+            mid = (lo + hi) // 2
+            entry = self.entries(mid, 1)
+            if entry and entry[0][0] >= phy_offset:
+                hi = mid
+            else:
+                lo = mid + 1
+        if lo < self.max_offset_in_queue():
+            self.queue.truncate_dirty(lo * CQ_STORE_UNIT_SIZE)
+            last = self.entries(lo - 1, 1) if lo > 0 else []
+            self.max_physic_offset = last[0][0] + last[0][1] if last else -1
+
     def flush(self) -> None:
         self.queue.flush()
 

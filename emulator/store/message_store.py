@@ -1,7 +1,11 @@
 """`DefaultMessageStore`: the store a broker runs. It checks whether a put may proceed (`checkStoreStatus`,
 page-cache busy), appends to the commitlog, and returns a completion that ends when the flush request and the replica
 request both end (`asyncPutMessage` + `thenCombine`); it dispatches consume queues, answers pulls and offset queries,
-recovers from existing files at start-up and owns the HA service."""
+recovers from existing files at start-up and owns the HA service. In 5.x controller mode (`enableControllerMode`)
+the HA service is `AutoSwitchHAService`, a fenced store refuses puts, a SYNC_MASTER put first checks the SyncStateSet
+against `minInSyncReplicas` (IN_SYNC_REPLICAS_NOT_ENOUGH, nothing stored) and with `allAckInSyncStateSet` waits for
+every member, dispatch stops at the confirm offset (kept in the checkpoint file; recovery rebuilds the consume
+queues only up to it) and the store can be cut at run time (`emulator.store.truncation`)."""
 from __future__ import annotations
 
 import os
@@ -11,7 +15,9 @@ import time
 
 from emulator.config.broker_config import BrokerConfig
 from emulator.logs import store_log
+from emulator.store import truncation
 from emulator.store.allocate_service import AllocateMappedFileService
+from emulator.store.checkpoint import StoreCheckpoint
 from emulator.store.commitlog import AppendResult, CommitLog
 from emulator.store.completion import Completion, combine
 from emulator.store.consume_queue import ConsumeQueue
@@ -58,7 +64,18 @@ class MessageStore:
             self.flush_service = FlushRealTimeService(queue, config)
         self.commit_service = CommitRealTimeService(queue, config, self.pool.give_back, self.flush_service) \
             if self.pool else None
-        self.ha = HAService(self)
+        self.controller_mode = config.controller_mode
+        self._recovering = False
+        self.fenced = False
+        """controller mode: refuse puts until the broker has registered with the controller (`RunningFlags.FENCED`)"""
+        self.checkpoint = StoreCheckpoint(self.root) if self.controller_mode else None
+        if self.controller_mode:
+            from emulator.autoswitch.ha_service import AutoSwitchHAService
+
+            self.ha: HAService = AutoSwitchHAService(self)
+            store_log.warning("Load AutoSwitch HA Service: AutoSwitchHAService")
+        else:
+            self.ha = HAService(self)
         self.message_arriving = None
         """`NotifyMessageArrivingListener`: called (topic, queue_id, next queue offset) by the reput service for
         each dispatched message (set by the controller on a master with `longPollingEnable`)."""
@@ -72,9 +89,18 @@ class MessageStore:
         cq_dir = os.path.join(self.root, "consumequeue")
         if os.path.isdir(cq_dir):
             shutil.rmtree(cq_dir)
+        if self.checkpoint is not None:
+            confirm = self.checkpoint.confirm_phy_offset
+            low = max(self.commitlog.min_offset(), 0)
+            if self.commitlog.queue.files and (confirm < low or confirm > end):
+                store_log.error("confirmOffset %d is out of [%d, %d], correct confirmOffset to %d", confirm, low,
+                                end, min(max(confirm, low), end))
+            self.confirm_offset = min(max(confirm, low), end)
         self.reput.reput_from = self.commitlog.min_offset() if self.commitlog.queue.files else 0
+        self._recovering = True
         while self.reput.do_reput():
             pass
+        self._recovering = False
         table = self.commitlog.topic_queue_table
         for (topic, qid), cq in self.consume_queues.items():
             table[f"{topic}-{qid}"] = cq.max_offset_in_queue()
@@ -82,6 +108,8 @@ class MessageStore:
                        len(self.consume_queues))
 
     def start(self) -> None:
+        if self.checkpoint is not None:
+            self.checkpoint.start()
         for service in (self.allocator, self.flush_service, self.commit_service, self.watcher, self.reput,
                         self.stats):
             if service is not None:
@@ -95,6 +123,8 @@ class MessageStore:
                         self.allocator):
             if service is not None:
                 service.shutdown()
+        if self.checkpoint is not None:
+            self.checkpoint.shutdown()
 
     # --- put --------------------------------------------------------------------------------------------------
     def is_os_page_cache_busy(self) -> bool:
@@ -111,7 +141,7 @@ class MessageStore:
     def check_store_status(self) -> str:
         if self.shutdown_flag:
             return "SERVICE_NOT_AVAILABLE"
-        if self.config.is_slave:
+        if self.config.is_slave or self.fenced:
             return "SERVICE_NOT_AVAILABLE"
         if self.is_os_page_cache_busy():
             return "OS_PAGECACHE_BUSY"
@@ -124,6 +154,9 @@ class MessageStore:
             return Completion.completed((status, None))
         if len(encoded) > self.config.get_int("maxMessageSize") + 4096:
             return Completion.completed(("MESSAGE_ILLEGAL", None))
+        need_acks = self._need_ack_nums(wait_store_ok)
+        if need_acks is None:
+            return Completion.completed(("IN_SYNC_REPLICAS_NOT_ENOUGH", None))
         begin = time.monotonic()
         result = self.commitlog.put_message(encoded, topic, queue_id)
         if result.status != PUT_OK:
@@ -131,7 +164,7 @@ class MessageStore:
             return Completion.completed((status, result))
         self.stats.on_put(result.wrote_bytes)
         flush = self._submit_flush(result, wait_store_ok)
-        replica = self._submit_replica(result, wait_store_ok)
+        replica = self._submit_replica(result, wait_store_ok, need_acks)
         done = combine(flush, replica, lambda f, r: (_combined(f, r), result))
         stats = self.stats
         done.then(lambda value: stats.on_put_done((time.monotonic() - begin) * 1000.0, value[0] == PUT_OK))
@@ -151,13 +184,23 @@ class MessageStore:
         (self.commit_service or self.flush_service).wake.set()
         return Completion.completed(PUT_OK)
 
-    def _submit_replica(self, result: AppendResult, wait: bool) -> Completion:
+    def _need_ack_nums(self, wait: bool) -> int | None:
+        """The acks a put needs (`inSyncReplicas`; -1 = every SyncStateSet member); None: IN_SYNC_REPLICAS_NOT_ENOUGH
+        (controller mode: fewer SyncStateSet members than `minInSyncReplicas`, checked before the append)."""
+        need = self.config.get_int("inSyncReplicas") if self.profile.is_5x else 1
+        if self.controller_mode and wait and self.config.is_sync_master:
+            if self.ha.in_sync_replicas_nums() < self.config.get_int("minInSyncReplicas"):  # type: ignore[attr-defined]
+                return None
+            if self.config.get_bool("allAckInSyncStateSet"):
+                return -1
+        return need
+
+    def _submit_replica(self, result: AppendResult, wait: bool, need: int) -> Completion:
         if not self.config.is_sync_master or not wait:
             return Completion.completed(PUT_OK)
         next_offset = result.wrote_offset + result.wrote_bytes
         if self.profile.is_5x:
-            need = self.config.get_int("inSyncReplicas")
-            if need <= 1:
+            if 0 <= need <= 1:
                 return Completion.completed(PUT_OK)
             req = GroupCommitRequest(next_offset, self.config.get_int("slaveTimeout"), need)
         else:
@@ -239,9 +282,49 @@ class MessageStore:
         self.stats.get_found += 1 if messages else 0
         return status, next_begin, lo, hi, messages
 
-    # --- slave --------------------------------------------------------------------------------------------------
+    # --- slave, confirm offset, truncation ------------------------------------------------------------------------
     def max_phy_offset(self) -> int:
         return self.commitlog.max_offset()
+
+    @property
+    def confirm_offset(self) -> int:
+        """The stored confirm offset (`confirmOffset` field, -1 before any)."""
+        return self.checkpoint.confirm_phy_offset if self.checkpoint is not None else -1
+
+    @confirm_offset.setter
+    def confirm_offset(self, value: int) -> None:
+        if self.checkpoint is not None:
+            self.checkpoint.confirm_phy_offset = value
+
+    def get_confirm_offset(self) -> int:
+        """`getConfirmOffset`: controller mode asks the HA service; otherwise everything written."""
+        if self.controller_mode:
+            return self.ha.get_confirm_offset()  # type: ignore[attr-defined]
+        return self.max_phy_offset()
+
+    def reput_end(self) -> int:
+        """Where dispatch may go: the confirm offset in controller mode (not while recovering: then the checkpoint's
+        value), else the commitlog's end."""
+        if not self.controller_mode or self.config.get_bool("readUnCommitted"):
+            return self.max_phy_offset()
+        if self._recovering:
+            return self.confirm_offset
+        return self.get_confirm_offset()
+
+    def dispatch_behind_bytes(self) -> int:
+        return self.reput.behind()
+
+    def truncate_files(self, offset: int) -> bool:
+        return truncation.truncate_files(self, offset)
+
+    def truncate_dirty_files(self, offset: int) -> None:
+        truncation.truncate_dirty_files(self, offset)
+
+    def last_valid_offset_from(self, offset: int) -> int:
+        return truncation.last_valid_offset_from(self, offset)
+
+    def recover_topic_queue_table(self) -> None:
+        truncation.recover_topic_queue_table(self)
 
     def append_to_commitlog(self, start_offset: int, data: bytes) -> bool:
         if self.shutdown_flag:

@@ -4,6 +4,9 @@ the dispatch there until valid bytes appear, as on a 4.9.1 slave."""
 from __future__ import annotations
 
 import struct
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from emulator.logs import store_log
 from emulator.safepoint import VM_STATE
@@ -53,16 +56,26 @@ class ReputService(ServiceThread):
         self.store = store
         self.reput_from = 0
         self._warned_at = -1
+        self._lock = threading.Lock()
 
     def behind(self) -> int:
-        return self.commitlog.max_offset() - self.reput_from
+        """`dispatchBehindBytes`: how far dispatch is behind the end it may reach (the confirm offset in controller
+        mode)."""
+        return self.store.reput_end() - self.reput_from
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """No dispatch while the store is being cut."""
+        with self._lock:
+            yield
 
     def run(self) -> None:
         store_log.info("ReputMessageService service started")
         while not self.stopped:
             VM_STATE.poll()
             try:
-                progressed = self.do_reput()
+                with self._lock:
+                    progressed = self.do_reput()
             except OSError as e:
                 store_log.warning("ReputMessageService service has exception. %s", e)
                 progressed = False
@@ -72,10 +85,11 @@ class ReputService(ServiceThread):
     def do_reput(self) -> bool:
         """Dispatch what is readable now; True if anything moved."""
         moved = False
-        while self.reput_from < self.commitlog.max_offset():
-            data = self.commitlog.get_data(self.reput_from, READ_CHUNK)
+        end = self.store.reput_end()
+        while self.reput_from < end:
+            data = self.commitlog.get_data(self.reput_from, min(READ_CHUNK, end - self.reput_from))
             if data is None:
-                if self.commitlog.queue.find(self.reput_from) is None and self.reput_from < self.commitlog.max_offset():
+                if self.commitlog.queue.find(self.reput_from) is None and self.reput_from < end:
                     self.reput_from = self.commitlog.roll_next_file(self.reput_from)
                     continue
                 return moved

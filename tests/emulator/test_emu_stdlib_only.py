@@ -1,6 +1,6 @@
 """The emulator runs on the standard library alone: the Docker image (compose/image/build-emulator-image.sh) carries
 Debian's python3 and our `remoting` and `emulator` packages, nothing from PyPI. Checked in a child interpreter
-without site-packages (`-S`): the two entry points import, and a JSON and a binary frame round-trip."""
+without site-packages (`-S`): the entry points (broker, name server, controller, the controller-mode modules) import, and a JSON and a binary frame round-trip."""
 from __future__ import annotations
 
 import subprocess
@@ -10,7 +10,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 CHILD = """
 import sys
-import emulator.broker, emulator.namesrv
+import emulator.broker, emulator.namesrv, emulator.controller_main
+import emulator.autoswitch.replicas_manager, emulator.autoswitch.ha_client, emulator.controllermode.node
 from remoting import codec
 from remoting.codes import SerializeType
 from remoting.command import RemotingCommand

@@ -1,0 +1,88 @@
+"""Cutting the end of a running store, as a controller-mode broker does when it changes role
+(`DefaultMessageStore.truncateDirtyFiles` / `truncateFiles`, `AutoSwitchHAService.truncateInvalidMsg`, rocketmq-all-5.3.0):
+the reput service stops, every consume queue loses its entries at or past the offset, the commitlog's files end
+there (later files are deleted), the queue offsets are recounted from the consume queues and dispatch resumes from
+the smaller of where it was and the cut."""
+from __future__ import annotations
+
+import struct
+
+from emulator.logs import store_log
+from emulator.store.reput import parse_dispatch
+from remoting.stored import BLANK_MAGIC_CODE
+
+READ_CHUNK = 4 * 1024 * 1024
+
+
+def truncate_dirty_files(store, offset: int) -> None:
+    store_log.info("truncate dirty files to %d", offset)
+    if offset >= store.max_phy_offset():
+        store_log.info("no need to truncate files, truncate offset is %d, max physical offset is %d", offset,
+                       store.max_phy_offset())
+        return
+    reput = store.reput
+    with reput.paused():
+        old = reput.reput_from
+        for cq in list(store.consume_queues.values()):
+            cq.truncate_physical(offset)
+        with store.commitlog.put_lock:
+            store.commitlog.queue.truncate_dirty(offset)
+        recover_topic_queue_table(store)
+        reput.reput_from = min(old, offset)
+        store_log.info("oldReputFromOffset is %d, reset reput from offset to %d", old, reput.reput_from)
+
+
+def truncate_files(store, offset: int) -> bool:
+    if offset >= store.max_phy_offset():
+        store_log.info("no need to truncate files, truncate offset is %d, max physical offset is %d", offset,
+                       store.max_phy_offset())
+        return True
+    if not is_offset_aligned(store, offset):
+        store_log.error("offset %d is not align, truncate failed, need manual fix", offset)
+        return False
+    truncate_dirty_files(store, offset)
+    return True
+
+
+def is_offset_aligned(store, offset: int) -> bool:
+    data = store.commitlog.get_data(offset, READ_CHUNK)
+    if not data:
+        return True
+    size, magic = struct.unpack_from(">ii", data) if len(data) >= 8 else (0, 0)
+    return (magic == BLANK_MAGIC_CODE and size > 0) or parse_dispatch(data, 0) is not None
+
+
+def last_valid_offset_from(store, offset: int) -> int:
+    """Walk whole messages (and file-end blanks) from `offset`; the offset after the last valid one."""
+    commitlog = store.commitlog
+    end = store.max_phy_offset()
+    while offset < end:
+        data = commitlog.get_data(offset, READ_CHUNK)
+        if not data:
+            break
+        pos = 0
+        while pos + 8 <= len(data):
+            size, magic = struct.unpack_from(">ii", data, pos)
+            if magic == BLANK_MAGIC_CODE and size > 0:
+                offset = commitlog.roll_next_file(offset + pos)
+                pos = -1
+                break
+            if size > 0 and pos + size > len(data) and len(data) == READ_CHUNK:
+                break  # a message across this chunk's end: read on from it
+            if parse_dispatch(data, pos) is None:
+                return offset + pos
+            pos += size
+        if pos == -1:
+            continue
+        if pos == 0:
+            break
+        offset += pos
+    return offset
+
+
+def recover_topic_queue_table(store) -> None:
+    """`recoverTopicQueueTable`: the next queue offset of every queue from its consume queue."""
+    table = store.commitlog.topic_queue_table
+    table.clear()
+    for (topic, qid), cq in store.consume_queues.items():
+        table[f"{topic}-{qid}"] = cq.max_offset_in_queue()
