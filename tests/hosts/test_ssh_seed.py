@@ -38,8 +38,11 @@ def assert_hosts_used(run_dir: Path) -> None:
     assert info["backend"] == "ssh"
     assert {n["name"]: n["host"] for n in info["nodes"]} == {"namesrv": "n1", "master": "n2", "slave": "n3"}
     for host in ("n1", "n2", "n3", "n4"):
-        assert {"offset_start_ns", "error_start_ns", "offset_end_ns", "error_end_ns"} <= set(info["hosts"][host])
+        assert {"offset_start_ns", "error_start_ns"} <= set(info["hosts"][host])
     ev = events(run_dir)
+    clocks = {(e["host"], e["when"]) for e in ev if e["event"] == "host_clock"}
+    assert clocks == {(h, w) for h in ("n1", "n2", "n3", "n4") for w in ("start", "end")}, "each host's clock offset "\
+        "measured as the run started and as it ended"
     totals = next(e for e in ev if e["event"] == "load_stop")["totals"]["result"]
     sent = rows(run_dir / "requests")
     assert len(sent) == totals["fired"] == totals["rows"] > 0, "every send has its row, fetched from the load host"
@@ -47,6 +50,7 @@ def assert_hosts_used(run_dir: Path) -> None:
     assert any((run_dir / "logs" / "load").glob("n4-*.log")), "the load host's worker log came home"
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("scenario", ["slave-readonly-default.yaml", "slave-readonly-fallbehind-1m.yaml"])
 def test_the_seed_pair_holds_on_hosts(cluster, scenario: str, tmp_path: Path) -> None:
     code, run_dir, err = run_on_hosts(cluster, scenario, tmp_path)
@@ -54,6 +58,7 @@ def test_the_seed_pair_holds_on_hosts(cluster, scenario: str, tmp_path: Path) ->
     assert_hosts_used(run_dir)
 
 
+@pytest.mark.long
 def test_master_killed_consumers_holds_on_hosts(cluster, tmp_path: Path) -> None:
     code, run_dir, err = run_on_hosts(cluster, "master-killed-consumers.yaml", tmp_path)
     assert code == 0, err[-3000:]
