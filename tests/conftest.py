@@ -36,6 +36,18 @@ def pytest_collection_finish(session):
                                 "run Locust in a child process, as tests/loads does")
 
 
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (`-n N --dist loadgroup`, the README's command): the compose tests share one Docker engine
+    and the images it builds, so they run on one worker (`xdist_group("docker")`); the tests that run a whole
+    scenario or cluster for minutes (`long`) and the docker group come first, so the long ones run side by side and
+    the short ones fill in around them. Without xdist the order changes only by moving those first."""
+    for item in items:
+        if item.nodeid.startswith("tests/compose/"):
+            item.add_marker(pytest.mark.xdist_group("docker"))
+    items.sort(key=lambda item: 0 if item.nodeid.startswith("tests/compose/") or item.get_closest_marker("long")
+               else 1)
+
+
 def pytest_sessionfinish(session, exitstatus):
     """A test command that ran nothing must not look green (CI runs exactly this command)."""
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")

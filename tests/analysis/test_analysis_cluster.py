@@ -20,6 +20,7 @@ def cluster(tmp_path):
     c.stop()
 
 
+@pytest.mark.long
 def test_report_on_a_standalone_cluster(cluster, fresh_runs, analysed):
     runs = [fresh_runs["clean-run"], fresh_runs["cut-run"]]
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}

@@ -108,6 +108,7 @@ def _env():
     return {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
 
 
+@pytest.mark.long
 def test_rmq_chaos_report_exits_1_and_names_the_failure(fresh_runs):
     run = fresh_runs["ro-run"]
     proc = run_group([sys.executable, "-m", "harness.cli", "report", "--no-progress", str(run)], timeout=300,
@@ -122,6 +123,7 @@ def test_rmq_chaos_report_exits_1_and_names_the_failure(fresh_runs):
     assert leftovers == []
 
 
+@pytest.mark.long
 def test_spark_submit_runs_the_same_job(fresh_runs, tmp_path):
     if not SPARK_SUBMIT.exists():
         pytest.skip("spark-submit is not in the venv")

@@ -26,6 +26,7 @@ def _apply_readonly(cluster):
     return time.monotonic()
 
 
+@pytest.mark.long
 def test_readonly_slave_acks_then_stalls_at_file_boundary(emu_cluster):
     files = {"mappedFileSizeCommitLog": str(2 << 20)}
     cluster = emu_cluster(master_conf=files, slave_conf=files)

@@ -8,12 +8,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from runsupport import assert_nothing_left, end_run, events, rmq_chaos, rows, run_dir_of
 
 REPO = Path(__file__).resolve().parents[2]
 SCENARIO = REPO / "scenarios" / "consumer-backlog-stuck-thread.yaml"
 
 
+@pytest.mark.long
 def test_backlog_scenario_is_valid_on_the_emulator(tmp_path: Path) -> None:
     state, out = tmp_path / "state", tmp_path / "runs"
     proc = rmq_chaos(["run", str(SCENARIO), "--out", str(out), "--program", "emulator"], state)

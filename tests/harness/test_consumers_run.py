@@ -82,6 +82,7 @@ def _consume_rows_match(run_dir: Path, ev: list[dict]) -> list[dict]:
     return consumed
 
 
+@pytest.mark.long
 def test_two_groups_a_killed_consumer_and_a_killed_master(tmp_path: Path) -> None:
     proc, state, out = _start(tmp_path, "8s", KILL, report=True)
     try:

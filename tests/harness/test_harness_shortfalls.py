@@ -83,6 +83,7 @@ def small_fs(tmp_path: Path):
         subprocess.run(["umount", str(mount)], check=False)
 
 
+@pytest.mark.long
 def test_a_full_run_directory_stops_the_run_at_once(tmp_path: Path, small_fs: Path) -> None:
     proc, state, out = _start(tmp_path, out=small_fs / "runs")
     try:
@@ -120,6 +121,7 @@ def _fill(path: Path) -> None:
         os.close(fd)
 
 
+@pytest.mark.long
 def test_a_killed_load_process_stops_the_run_and_nothing_lost_is_not_held(tmp_path: Path) -> None:
     proc, state, out = _start(tmp_path)
     try:
@@ -194,6 +196,7 @@ expect:
 """
 
 
+@pytest.mark.long
 def test_an_open_rate_the_machine_cannot_send_is_warned_live_and_never_valid(tmp_path: Path) -> None:
     proc, state, out = _start(tmp_path, text=UNDELIVERABLE)
     try:

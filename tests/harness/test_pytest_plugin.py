@@ -146,6 +146,7 @@ def test_scenario_of_an_indirect_parameter_and_of_a_dict(pytester: pytest.Pytest
                                  "*<dict bad-dict>*cluster.versoin*"])
 
 
+@pytest.mark.long
 @pytest.mark.root
 @pytest.mark.spark
 def test_failing_expectation_fails_the_test_with_its_measured_value(pytester: pytest.Pytester,

@@ -68,6 +68,7 @@ def _acked_after_fault_not_on_slave(requests: list[dict], readback: list[dict], 
     return sum(1 for r in acked if r["key"] not in on_slave)
 
 
+@pytest.mark.long
 def test_slave_readonly_default(tmp_path: Path, args: tuple[str, ...] = ()) -> None:
     code, run_dir, state = _run("slave-readonly-default.yaml", tmp_path, args)
     requests, phase_start, readback = _common(run_dir, state)
@@ -85,6 +86,7 @@ def test_slave_readonly_default(tmp_path: Path, args: tuple[str, ...] = ()) -> N
     assert _acked_after_fault_not_on_slave(requests, readback, ro) >= 1
 
 
+@pytest.mark.long
 def test_slave_readonly_fallbehind_1m(tmp_path: Path, args: tuple[str, ...] = ()) -> None:
     code, run_dir, state = _run("slave-readonly-fallbehind-1m.yaml", tmp_path, args)
     requests, phase_start, readback = _common(run_dir, state)

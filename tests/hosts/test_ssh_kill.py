@@ -99,6 +99,7 @@ def _cleanup(cluster, tmp_path: Path, state: Path) -> str:
     return out
 
 
+@pytest.mark.long
 def test_the_agents_revert_their_faults_when_the_control_node_is_gone(cluster, tmp_path: Path) -> None:
     run_dir, state = _start_and_kill(cluster, tmp_path)
     killed = time.monotonic()
@@ -111,6 +112,7 @@ def test_the_agents_revert_their_faults_when_the_control_node_is_gone(cluster, t
         assert _leftovers(cluster, host) == [], host
 
 
+@pytest.mark.long
 def test_cleanup_hosts_right_after_the_kill_leaves_nothing(cluster, tmp_path: Path) -> None:
     run_dir, state = _start_and_kill(cluster, tmp_path)
     out = _cleanup(cluster, tmp_path, state)

@@ -49,6 +49,7 @@ def test_consumers_on_the_real_4_9_1(rmq_cluster, tmp_path):
     check_consumers(rmq_cluster, tmp_path)
 
 
+@pytest.mark.long
 def test_consumers_on_the_emulator(rmq_cluster, tmp_path):
     check_consumers(rmq_cluster, tmp_path)
 

@@ -43,6 +43,7 @@ def test_healthy_cluster_acknowledges_every_send(rmq_cluster) -> None:
     assert set(rmq_cluster.broker_addrs) == {"master", "slave"}
 
 
+@pytest.mark.long
 @pytest.mark.rmq_scenario(READONLY_SLAVE)
 def test_readonly_slave_turns_send_ok_into_timeouts(rmq_cluster, fault) -> None:
     with rmq_cluster.producer() as producer:
@@ -64,6 +65,7 @@ def test_readonly_slave_turns_send_ok_into_timeouts(rmq_cluster, fault) -> None:
                           "FLUSH_SLAVE_TIMEOUT", "SLAVE_NOT_AVAILABLE"}, stuck
 
 
+@pytest.mark.long
 @pytest.mark.spark
 def test_short_healthy_run_meets_its_expectations(assert_run_expectations) -> None:
     assert_run_expectations("healthy-short.yaml")
