@@ -54,7 +54,7 @@ def test_bad_image_reference_is_one_line(tmp_path: Path) -> None:
      "image is the program (cluster.image); allowed: emulator, or backend local"),
     ("{image: 'rmq-chaos/rocketmq-emulator:4.9.1'}", 2,
      "cluster.image: applies to backend compose only; allowed: backend compose, or no image"),
-    ("{backend: swarm}", 2, "cluster.backend: 'swarm' is not allowed; allowed: local, compose"),
+    ("{backend: swarm}", 2, "cluster.backend: 'swarm' is not allowed; allowed: local, compose, ssh"),
 ])
 def test_scenario_keys_of_the_compose_backend_are_checked(tmp_path: Path, cluster: str, line: int,
                                                           message: str) -> None:
