@@ -13,7 +13,7 @@ import threading
 import time
 
 from emulator.autoswitch.epoch_cache import EpochFileCache
-from emulator.autoswitch.ha_connection import (
+from emulator.autoswitch.ha_protocol import (
     EPOCH_ENTRY,
     HANDSHAKE,
     MASTER_HANDSHAKE,

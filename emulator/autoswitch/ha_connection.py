@@ -14,27 +14,32 @@ import struct
 import threading
 import time
 
-from emulator.autoswitch.ha_service import AutoSwitchHAService, now_ms
+from emulator.autoswitch.ha_protocol import (
+    EPOCH_ENTRY,
+    HANDSHAKE,
+    MASTER_HANDSHAKE,
+    MASTER_TRANSFER,
+    SHUTDOWN,
+    SLAVE_HANDSHAKE,
+    SLAVE_TRANSFER,
+    STATE_NAMES,
+    TRANSFER,
+    now_ms,
+)
 from emulator.ha.connection import HAConnection
 from emulator.logs import store_log
 from emulator.safepoint import VM_STATE
 
-READY, HANDSHAKE, TRANSFER, SUSPEND, SHUTDOWN = range(5)
-STATE_NAMES = ("READY", "HANDSHAKE", "TRANSFER", "SUSPEND", "SHUTDOWN")
-SLAVE_HANDSHAKE = struct.Struct(">ihhq")
-SLAVE_TRANSFER = struct.Struct(">iq")
-MASTER_HANDSHAKE = struct.Struct(">iiqi")
-MASTER_TRANSFER = struct.Struct(">iiqiqq")
-EPOCH_ENTRY = struct.Struct(">iq")
 SELECT_S = 1.0
 WAIT_S = 0.010
 IDLE_WAIT_S = 0.100
 
 
 class AutoSwitchHAConnection(HAConnection):
-    def __init__(self, ha: AutoSwitchHAService, sock: socket.socket, remote: tuple[str, int]) -> None:
+    def __init__(self, ha, sock: socket.socket, remote: tuple[str, int]) -> None:
+        """`ha`: the master's `AutoSwitchHAService` (which makes this connection for each slave that connects)."""
         super().__init__(ha, sock, remote)
-        self.ha: AutoSwitchHAService = ha
+        self.ha = ha
         self.state = HANDSHAKE
         self.slave_id = -1
         self.slave_sent_handshake = threading.Event()

@@ -13,15 +13,12 @@ import threading
 import time
 
 from emulator.autoswitch.epoch_cache import EpochFileCache
+from emulator.autoswitch.ha_protocol import now_ms
 from emulator.controllermode.javatext import java_set
 from emulator.ha.service import HAService
 from emulator.logs import store_log
 from emulator.store.flush import GroupCommitRequest
 from remoting.controller_bodies import EpochEntry
-
-
-def now_ms() -> float:
-    return time.time() * 1000
 
 
 class AutoSwitchHAService(HAService):

@@ -21,9 +21,12 @@ ELECT_BOUND_S = 5 + 10 + 15
 def test_followers_refuse_leader_and_master_die_together_new_leader_elects_the_in_sync_slave(controller_cluster):
     cluster = controller_cluster(controllers=3)
     leader = cluster.leader()
-    for addr in cluster.controller_addrs:
-        meta = cluster.ctrl.get_controller_metadata(addr)
-        assert meta.leader_address == leader and meta.is_leader == (addr == leader)
+    # a follower names the leader once the leader's first heartbeat reached it (DLedger: every 2 s)
+    metas = poll(lambda: (m := {a: cluster.ctrl.get_controller_metadata(a) for a in cluster.controller_addrs})
+                 and all(x.leader_address == leader for x in m.values()) and m, LEADER_BOUND_S,
+                 "every controller to name the leader")
+    for addr, meta in metas.items():
+        assert meta.is_leader == (addr == leader)
         assert meta.peers == "".join(f"{pid}:127.0.0.1:{port};" for pid, port in cluster.peers)
     follower = next(a for a in cluster.controller_addrs if a != leader)
     with pytest.raises(MQBrokerException) as refused:
