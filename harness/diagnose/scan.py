@@ -31,6 +31,7 @@ def scan(paths: list[str]) -> tuple[Evidence, list[Skipped]]:
     """Read every file under `paths`; what could not be read is in the returned list, one entry per file."""
     evidence, skipped = Evidence(), []
     for path in walk(paths, skipped):
+        before = evidence.bytes_read
         try:
             if path.name.endswith(CONF_SUFFIXES):
                 _read_conf(path, evidence)
@@ -39,6 +40,8 @@ def scan(paths: list[str]) -> tuple[Evidence, list[Skipped]]:
             evidence.files_read += 1
         except SkipFile as err:
             skipped.append(Skipped(str(path), str(err)))
+            if evidence.bytes_read > before:  # a truncated gzip: the part before the cut is evidence too
+                evidence.files_read += 1
     return evidence, skipped
 
 

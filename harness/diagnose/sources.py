@@ -8,17 +8,18 @@ not a regular file), and the rest is still diagnosed.
 """
 from __future__ import annotations
 
-import gzip
 import os
 import stat
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 BLOCK_BYTES = 8 * 1024 * 1024
 SNIFF_BYTES = 8192
 MAX_LINE_BYTES = 4 * BLOCK_BYTES
+GZIP_WBITS = 16 + zlib.MAX_WBITS
 ALLOWED = "text logs (broker, store, client, application), jstack dumps, broker.conf; plain or .gz"
 
 
@@ -42,7 +43,7 @@ def walk(paths: list[str], skipped: list[Skipped]) -> Iterator[Path]:
     for raw in paths:
         path = Path(raw)
         try:
-            info = path.lstat()
+            info = path.stat()  # a path given by name is followed if it is a link; links inside directories are not
         except OSError as err:
             skipped.append(Skipped(raw, f"cannot be read ({err.strerror or err})"))
             continue
@@ -69,27 +70,31 @@ def _walk_dir(top: Path, skipped: list[Skipped]) -> Iterator[Path]:
                 continue
             if stat.S_ISREG(mode):
                 yield path
-            elif not stat.S_ISLNK(mode):
-                skipped.append(Skipped(str(path), "not a regular file"))
+            else:
+                skipped.append(Skipped(str(path), "a symbolic link (not followed inside a directory)"
+                                       if stat.S_ISLNK(mode) else "not a regular file"))
 
 
 def blocks(path: Path) -> Iterator[bytes]:
     """The file's bytes (decompressed for `.gz`) as blocks that end at a line end; raises SkipFile (binary,
-    unreadable, truncated or corrupt gzip) at the point where reading stops."""
+    unreadable, truncated or corrupt gzip) at the point where reading stops, after yielding what came before."""
     try:
-        raw = gzip.open(path, "rb") if path.name.endswith(".gz") else open(path, "rb")  # noqa: SIM115
+        raw = open(path, "rb")  # noqa: SIM115
     except OSError as err:
         raise SkipFile(f"cannot be read ({err.strerror or err})") from None
     with raw:
+        chunks = _gunzip(raw) if path.name.endswith(".gz") else iter(lambda: raw.read(BLOCK_BYTES), b"")
         carry = b""
         first = True
         while True:
             try:
-                chunk = raw.read(BLOCK_BYTES)
-            except (EOFError, gzip.BadGzipFile, zlib.error) as err:
-                raise SkipFile(f"truncated or corrupt gzip ({err}); the part before it was read") from None
+                chunk = next(chunks, b"")
             except OSError as err:
                 raise SkipFile(f"cannot be read ({err.strerror or err})") from None
+            except SkipFile:
+                if carry:
+                    yield carry + b"\n"
+                raise
             if first:
                 first = False
                 if b"\0" in chunk[:SNIFF_BYTES]:
@@ -107,3 +112,28 @@ def blocks(path: Path) -> Iterator[bytes]:
                 continue
             carry = data[end:]
             yield data[:end]
+
+
+def _gunzip(raw: BinaryIO) -> Iterator[bytes]:
+    """A gzip stream's decompressed bytes (every member), chunk by chunk; SkipFile when it ends early or is not
+    gzip, after every byte before that point was given out."""
+    inflate = zlib.decompressobj(GZIP_WBITS)
+    while True:
+        packed = raw.read(BLOCK_BYTES // 4)
+        if not packed:
+            if not inflate.eof:
+                raise SkipFile("truncated gzip (the stream ends before its end marker); the part before was read")
+            return
+        while packed:
+            try:
+                out = inflate.decompress(packed, BLOCK_BYTES)
+            except zlib.error as err:
+                raise SkipFile(f"corrupt gzip ({err}); the part before was read") from None
+            if out:
+                yield out
+            packed = inflate.unconsumed_tail
+            if inflate.eof:
+                packed = inflate.unused_data + packed
+                if not packed.strip(b"\0"):
+                    return
+                inflate = zlib.decompressobj(GZIP_WBITS)
