@@ -7,8 +7,8 @@ jstack dumps. A fingerprint is found by plain substring search (`anchors`, bytes
 directory take seconds; the few that need more than presence (`[PAGECACHERT]` bucket counts, a jstack thread's
 state and frames) are read further by `harness.diagnose.scan`.
 
-`key` fingerprints can name a mechanism on their own; the others only support one that a key named (a healthy
-broker also logs new HA connections and `[PAGECACHERT]` lines).
+Which fingerprints name a mechanism on their own and which only support one is the mechanism's (`keys`,
+`harness.diagnose.mechanisms`): a healthy broker also logs new HA connections and `[PAGECACHERT]` lines.
 """
 from __future__ import annotations
 
@@ -22,7 +22,6 @@ class Fingerprint:
     id: str
     anchors: tuple[bytes, ...]
     what: str
-    key: bool = True
 
 
 FINGERPRINTS: tuple[Fingerprint, ...] = (
@@ -37,14 +36,13 @@ FINGERPRINTS: tuple[Fingerprint, ...] = (
                                      b"AutoSwitchHAClient, housekeeping, found this connection["),
                 "slave: the master's HA connection sent nothing for haHousekeepingInterval"),
     Fingerprint("ha_new_connection", (b"HAService receive new connection",),
-                "master: a slave (re)connected its HA link", key=False),
+                "master: a slave (re)connected its HA link"),
     Fingerprint("call_timeout", (b"sendDefaultImpl call timeout",),
                 "client: RemotingTooMuchRequestException, the send's whole timeout budget ran out"),
     Fingerprint("flush_slave_timeout", (b"FLUSH_SLAVE_TIMEOUT",),
-                "client: SendStatus FLUSH_SLAVE_TIMEOUT (the slave did not confirm within syncFlushTimeout)",
-                key=False),
+                "client: SendStatus FLUSH_SLAVE_TIMEOUT (the slave did not confirm within syncFlushTimeout)"),
     Fingerprint("slave_not_available", (b"SLAVE_NOT_AVAILABLE",),
-                "client: SendStatus SLAVE_NOT_AVAILABLE (no slave, or one too far behind)", key=False),
+                "client: SendStatus SLAVE_NOT_AVAILABLE (no slave, or one too far behind)"),
     Fingerprint("timeout_clean_queue", (b"[TIMEOUT_CLEAN_QUEUE]",),
                 "code 2: a send waited in the broker's send queue longer than waitTimeMillsInSendQueue"),
     Fingerprint("pcbusy_clean_queue", (b"[PCBUSY_CLEAN_QUEUE]",),
@@ -57,9 +55,8 @@ FINGERPRINTS: tuple[Fingerprint, ...] = (
                 "code 2: the send thread pool's queue was full (sendThreadPoolQueueCapacity)"),
     Fingerprint("lock_cost", (b"putMessage in lock cost time",),
                 "master: one put held the commitlog lock over 500 ms (store.log [NOTIFYME])"),
-    Fingerprint("pagecache_slow", (), "master: [PAGECACHERT] minutes with puts of 500 ms or more", key=False),
-    Fingerprint("pagecache_fast", (), "master: [PAGECACHERT] minutes with at least 99 % of puts under 10 ms",
-                key=False),
+    Fingerprint("pagecache_slow", (), "master: [PAGECACHERT] minutes with puts of 500 ms or more"),
+    Fingerprint("pagecache_fast", (), "master: [PAGECACHERT] minutes with at least 99 % of puts under 10 ms"),
     Fingerprint("consumer_flow_control", (b"so do flow control",),
                 "client: a process queue held too many / too old messages, pulling stopped (rocketmq_client.log)"),
     Fingerprint("consume_thread_blocked", (),

@@ -26,7 +26,7 @@ def render(findings: list[Finding], evidence: Evidence, written: dict[str, str])
     for n, f in enumerate(findings, 1):
         m = f.mechanism
         out += ["", f"{n}. {m.id}: {m.title}",
-                f"   explains {f.explained} of {f.total} evidence lines ({f.share:.0%})", "   evidence:"]
+                f"   explains {f.explained} of {f.total} evidence lines ({f.share:.0%})".replace("(0%)", "(<1%)"), "   evidence:"]
         for fid in f.counts:
             places = [h for key, h in f.hits if key == fid]
             out.append(f"     {fid} ({BY_ID[fid].what}): {f.counts[fid]} line(s)")
