@@ -107,3 +107,18 @@ def test_a_directory_of_many_files(tmp_path):
     assert len(lines) <= 21 and f"{count // 2 - 20} more files skipped: binary file" in lines[-1], lines[-3:]
     assert done.returncode == 1 and f"read {count // 2} file(s)" in done.stdout
     shutil.rmtree(many)
+
+
+def test_the_users_version_and_broker_conf_go_into_the_scenario(tmp_path):
+    evidence, _ = scan([str(CORPUS / "apache-slave-readonly-default")])
+    conf = {"brokerName": "prod-a", "brokerRole": "SYNC_MASTER", "osPageCacheBusyTimeOutMills": "3000",
+            "haSlaveFallbehindMax": "268435456", "mappedFileSizeCommitLog": "1073741824", "noSuchKey": "1",
+            "storePathRootDir": "/data/rocketmq"}
+    repro = reproduction(rank(evidence)[0], "4.9.3", conf)
+    assert repro.used == {"brokerRole": "SYNC_MASTER", "osPageCacheBusyTimeOutMills": "3000",
+                          "haSlaveFallbehindMax": "268435456"}
+    assert set(repro.dropped) == {"brokerName", "mappedFileSizeCommitLog", "noSuchKey", "storePathRootDir"}
+    (run,) = load_scenarios(write(repro, tmp_path))
+    assert run.cluster.version == "4.9.3"
+    assert run.cluster.broker.master["osPageCacheBusyTimeOutMills"] == "3000"
+    assert "noSuchKey not used" in repro.text
