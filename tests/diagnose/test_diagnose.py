@@ -140,4 +140,5 @@ def test_application_exceptions_name_page_cache_busy(tmp_path):
     assert findings[0].mechanism.id == "page-cache-busy" and findings[0].counts["timeout_clean_queue"] == 5
     assert evidence.hits["timeout_clean_queue"][str(app)].first_line == 2
     path = write(reproduction(findings[0], None, evidence.broker_conf), tmp_path / "out")
-    assert [r.name for r in load_scenarios(path)] == ["diagnosed-page-cache-busy.pool=on", "diagnosed-page-cache-busy.pool=off"]
+    names = [r.name for r in load_scenarios(path)]  # the shipped scenario's matrix: the pool on and off
+    assert names == ["diagnosed-page-cache-busy.pool=on", "diagnosed-page-cache-busy.pool=off"]
