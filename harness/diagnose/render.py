@@ -25,8 +25,9 @@ def render(findings: list[Finding], evidence: Evidence, written: dict[str, str])
         return "\n".join(out)
     for n, f in enumerate(findings, 1):
         m = f.mechanism
-        out += ["", f"{n}. {m.id}: {m.title}",
-                f"   explains {f.explained} of {f.total} evidence lines ({f.share:.0%})".replace("(0%)", "(<1%)"), "   evidence:"]
+        share = f"{f.share:.0%}" if f.share >= 0.005 else "<1%"
+        out += ["", f"{n}. {m.id}: {m.title}", f"   explains {f.explained} of {f.total} evidence lines ({share})",
+                "   evidence:"]
         for fid in f.counts:
             places = [h for key, h in f.hits if key == fid]
             out.append(f"     {fid} ({BY_ID[fid].what}): {f.counts[fid]} line(s)")
