@@ -8,6 +8,7 @@ and never stop the rest.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections import Counter
 
@@ -62,5 +63,8 @@ def run(args: argparse.Namespace) -> int:
         except OSError as err:
             written[f.mechanism.id] = f"not written: {args.out}: {err.strerror or err}"
             status = EXIT_NOT_WRITTEN
-    print(render(findings, evidence, written))
+    try:
+        print(render(findings, evidence, written), flush=True)
+    except BrokenPipeError:  # `diagnose ... | head`: the reader left; the findings and scenarios stand
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return status
