@@ -23,8 +23,10 @@ class Finding:
 
 
 def rank(evidence: Evidence) -> list[Finding]:
-    """Every mechanism one of whose key fingerprints was found, the one explaining the most lines first (ties: the
-    one with more kinds of key lines)."""
+    """Every mechanism one of whose key fingerprints was found. First the one with the most key lines no other found
+    mechanism explains (its own proof: the slave's `Read-only file system` for the stalled slave, the master's
+    housekeeping expiry for the dropped one, where both explain the master's transfer timeouts), then the one
+    explaining the most lines, then the one with more kinds of key lines."""
     total = evidence.total()
     findings = []
     for mech in MECHANISMS:
@@ -34,5 +36,7 @@ def rank(evidence: Evidence) -> list[Finding]:
         hits = [(fid, h) for fid in mech.explains for h in evidence.hits.get(fid, {}).values()]
         findings.append(Finding(mech, sum(counts.values()), total, counts, hits))
     kinds = {f.mechanism.id: sum(1 for k in f.mechanism.keys if k in f.counts) for f in findings}
-    findings.sort(key=lambda f: (-f.explained, -kinds[f.mechanism.id]))
+    own = {f.mechanism.id: sum(n for k, n in f.counts.items() if k in f.mechanism.keys and not any(
+        k in g.mechanism.explains for g in findings if g is not f)) for f in findings}
+    findings.sort(key=lambda f: (-own[f.mechanism.id], -f.explained, -kinds[f.mechanism.id]))
     return findings
