@@ -1,0 +1,68 @@
+"""The log texts `rmq-chaos diagnose` looks for: one `Fingerprint` per kind of line, with the literal it is found by.
+
+Each text is the real broker's or client's own (Apache RocketMQ 4.9.x and 5.x sources, and the logs of the real
+4.9.1 run by rmq-chaos: docs/diagnose.md): the broker's store.log / broker.log lines, the client's
+rocketmq_client.log, the application's exceptions (the response remarks travel into `MQBrokerException` texts) and
+jstack dumps. A fingerprint is found by plain substring search (`anchors`, bytes), which is what makes a 1 GiB
+directory take seconds; the few that need more than presence (`[PAGECACHERT]` bucket counts, a jstack thread's
+state and frames) are read further by `harness.diagnose.scan`.
+
+Which fingerprints name a mechanism on their own and which only support one is the mechanism's (`keys`,
+`harness.diagnose.mechanisms`): a healthy broker also logs new HA connections and `[PAGECACHERT]` lines.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """One kind of evidence line."""
+
+    id: str
+    anchors: tuple[bytes, ...]
+    what: str
+
+
+FINGERPRINTS: tuple[Fingerprint, ...] = (
+    # the master's group-transfer wait ended by syncFlushTimeout (4.9.x spells "messsage"; 5.x "message")
+    Fingerprint("transfer_slave_timeout", (b"transfer messsage to slave timeout", b"transfer message to slave timeout"),
+                "master: a SYNC_MASTER put waited syncFlushTimeout for the slave (store.log)"),
+    Fingerprint("slave_store_readonly", (b"Read-only file system",),
+                "a store write failed with EROFS: the store's filesystem is read-only"),
+    Fingerprint("ha_expired_master", (b"ha housekeeping, found this connection[",),
+                "master: the slave's HA connection sent nothing for haHousekeepingInterval and was dropped"),
+    Fingerprint("ha_expired_slave", (b"HAClient, housekeeping, found this connection[",
+                                     b"AutoSwitchHAClient, housekeeping, found this connection["),
+                "slave: the master's HA connection sent nothing for haHousekeepingInterval"),
+    Fingerprint("ha_new_connection", (b"HAService receive new connection",),
+                "master: a slave (re)connected its HA link"),
+    Fingerprint("call_timeout", (b"sendDefaultImpl call timeout",),
+                "client: RemotingTooMuchRequestException, the send's whole timeout budget ran out"),
+    Fingerprint("flush_slave_timeout", (b"FLUSH_SLAVE_TIMEOUT",),
+                "client: SendStatus FLUSH_SLAVE_TIMEOUT (the slave did not confirm within syncFlushTimeout)"),
+    Fingerprint("slave_not_available", (b"SLAVE_NOT_AVAILABLE",),
+                "client: SendStatus SLAVE_NOT_AVAILABLE (no slave, or one too far behind)"),
+    Fingerprint("timeout_clean_queue", (b"[TIMEOUT_CLEAN_QUEUE]",),
+                "code 2: a send waited in the broker's send queue longer than waitTimeMillsInSendQueue"),
+    Fingerprint("pcbusy_clean_queue", (b"[PCBUSY_CLEAN_QUEUE]",),
+                "code 2: fast failure while the page cache was busy (put lock held > osPageCacheBusyTimeOutMills)"),
+    Fingerprint("reject_request", (b"[REJECTREQUEST]",),
+                "code 2: the send processor rejected (page cache busy, or the transient store pool empty)"),
+    Fingerprint("pc_synchronized", (b"[PC_SYNCHRONIZED]",),
+                "putMessage found the page cache busy (code 1 up to 5.2, code 2 from 5.3)"),
+    Fingerprint("overload", (b"[OVERLOAD]", b"too many requests and system thread pool busy"),
+                "code 2: the send thread pool's queue was full (sendThreadPoolQueueCapacity)"),
+    Fingerprint("lock_cost", (b"putMessage in lock cost time",),
+                "master: one put held the commitlog lock over 500 ms (store.log [NOTIFYME])"),
+    Fingerprint("pagecache_slow", (), "master: [PAGECACHERT] minutes with puts of 500 ms or more"),
+    Fingerprint("pagecache_fast", (), "master: [PAGECACHERT] minutes with at least 99 % of puts under 10 ms"),
+    Fingerprint("consumer_flow_control", (b"so do flow control",),
+                "client: a process queue held too many / too old messages, pulling stopped (rocketmq_client.log)"),
+    Fingerprint("consume_thread_blocked", (),
+                "jstack: a ConsumeMessageThread_ RUNNABLE in a socket read (a listener's call without a timeout)"),
+)
+BY_ID = {f.id: f for f in FINGERPRINTS}
+PAGECACHERT = b"[PAGECACHERT]"
+JSTACK_CONSUME_THREAD = b'"ConsumeMessageThread_'
+SOCKET_READ_FRAMES = (b"socketRead0", b"SocketInputStream.read", b"SocketDispatcher.read", b"NioSocketImpl.read")

@@ -1,0 +1,119 @@
+"""The mechanisms `rmq-chaos diagnose` knows: the incidents rmq-chaos reproduces (shared DESIGN.md's table, the
+shipped scenarios, docs/fidelity.md), each with the fingerprints it explains, what the seed material says about it,
+and the shipped scenario that reproduces it.
+
+A mechanism is found when at least one of its `keys` fingerprints is; it then explains every line of its
+`explains` fingerprints. `recommend` / `warn` are the seed's own advice (DESIGN.md, the scenarios' comments, the
+field reports in fixtures/README.md), never new claims.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Mechanism:
+    """One broker or client mechanism behind an incident."""
+
+    id: str
+    title: str
+    keys: tuple[str, ...]
+    explains: tuple[str, ...]
+    paragraph: str
+    recommend: tuple[str, ...]
+    warn: tuple[str, ...]
+    scenario: str
+    """The shipped scenario (scenarios/<name>.yaml) the written reproduction starts from."""
+
+
+MECHANISMS: tuple[Mechanism, ...] = (
+    Mechanism(
+        "replication-stalled-slave", "a connected slave that stopped replicating holds every SYNC_MASTER send",
+        keys=("slave_store_readonly", "transfer_slave_timeout"),
+        explains=("slave_store_readonly", "transfer_slave_timeout", "call_timeout", "flush_slave_timeout",
+                  "ha_new_connection", "ha_expired_slave", "slave_not_available", "pagecache_slow"),
+        paragraph=(
+            "The slave's store stopped taking writes (read-only filesystem: 4.9.1 ignores EROFS on its replication "
+            "write and keeps acknowledging, so the master answers SEND_OK for data the slave never stored) and at the "
+            "next commitlog file replication stops. The slave's HA client reconnects in a loop, so the master still "
+            "counts it connected and far less than haSlaveFallbehindMax (256 MiB) behind: isSlaveOK stays true and "
+            "GroupTransferService waits up to syncFlushTimeout (5 s) per request, one after another. Producers see "
+            "timeouts and RemotingTooMuchRequestException (sendDefaultImpl call timeout), TPS falls to 0, and sends "
+            "that failed were still stored on the master."),
+        recommend=(
+            "lower haSlaveFallbehindMax on the master so producers get SLAVE_NOT_AVAILABLE at once instead of "
+            "timeouts (scenario slave-readonly-fallbehind-1m shows the difference)",
+            "repair or replace the slave's disk; check the slave's store.log for 'Read-only file system'",
+            "count failed sends as possibly stored: consumers will see them, application retries make duplicates"),
+        warn=(
+            "raising the client's send timeout only waits longer: each request waits syncFlushTimeout in turn",
+            "do not trust SEND_OK from before the cliff under SYNC_MASTER: the slave may not hold those messages"),
+        scenario="slave-readonly-default"),
+    # the slave's own "HAClient, housekeeping ... expired" names no mechanism alone: the real 4.9.1 slave with a
+    # read-only store logs it at every turn of its reconnect loop (9 times in one run) while the master keeps it
+    # connected; only the master dropping the slave (`ha_expired_master`) names slave-dropped
+    Mechanism(
+        "slave-dropped", "the master dropped a silent slave after haHousekeepingInterval: SLAVE_NOT_AVAILABLE",
+        keys=("ha_expired_master",),
+        explains=("ha_expired_master", "ha_expired_slave", "slave_not_available", "transfer_slave_timeout",
+                  "call_timeout", "flush_slave_timeout", "ha_new_connection"),
+        paragraph=(
+            "The slave stopped answering on its HA link (a hung store: writers block; or the link was cut). Sends "
+            "wait for it and time out until haHousekeepingInterval (20 s) passes without a report; then the master "
+            "logs 'ha housekeeping, found this connection[...] expired', drops the slave, and every SYNC_MASTER send "
+            "returns SLAVE_NOT_AVAILABLE within milliseconds, stored on the master only, even with the default "
+            "256 MiB haSlaveFallbehindMax. When the slave comes back it reconnects, catches up, and SEND_OK returns."),
+        recommend=(
+            "find what stopped the slave (hung disk, frozen filesystem, network partition between master and slave)",
+            "treat SLAVE_NOT_AVAILABLE as stored on the master only: decide whether the application may go on"),
+        warn=(
+            "SLAVE_NOT_AVAILABLE is not retried by default (retryAnotherBrokerWhenNotStoreOK is false): do not read it "
+            "as a lost message",),
+        scenario="slave-frozen"),
+    Mechanism(
+        "page-cache-busy", "a write stall inside the commitlog lock: fast failure answers code 2 (system busy)",
+        keys=("timeout_clean_queue", "pcbusy_clean_queue", "reject_request", "pc_synchronized", "lock_cost",
+              "overload"),
+        explains=("timeout_clean_queue", "pcbusy_clean_queue", "reject_request", "pc_synchronized", "lock_cost",
+                  "overload", "pagecache_slow"),
+        paragraph=(
+            "A put blocked inside the put-message lock (slow or frozen disk, swapping, a GC-like pause). "
+            "BrokerFastFailure sweeps the send queue every 10 ms: a request queued longer than "
+            "waitTimeMillsInSendQueue (200 ms) is answered code 2 [TIMEOUT_CLEAN_QUEUE]; once the lock has been held "
+            "longer than osPageCacheBusyTimeOutMills (1000 ms) the page cache counts as busy and sends are answered "
+            "[PCBUSY_CLEAN_QUEUE] / [REJECTREQUEST] (also when the transient store pool is empty), [PC_SYNCHRONIZED] "
+            "from putMessage itself, [OVERLOAD] when the send pool's queue is full. The 4.9.1 client does not retry "
+            "code 2 in a sync send, so these reach the application."),
+        recommend=(
+            "find the stall: the master's disk throughput and latency, its swap (VmSwap), GC pauses; store.log's "
+            "[PAGECACHERT] lines show how long puts took",
+            "handle code 2 in the application (retry after a pause): the client does not",
+            "on an ASYNC_FLUSH master, transientStorePoolEnable lets puts go on into off-heap buffers through a short "
+            "stall (scenario transient-store-pool)"),
+        warn=(
+            "do not raise osPageCacheBusyTimeOutMills: requests then wait longer in the lock instead of failing fast",
+            "do not turn off fast failure (brokerFastFailureEnable=false): queued sends then time out in the client "
+            "instead of getting an answer"),
+        scenario="transient-store-pool"),
+    Mechanism(
+        "stuck-consumer-listener", "consume threads blocked in the listener: one group's lag grows, the broker is fine",
+        keys=("consumer_flow_control", "consume_thread_blocked"),
+        explains=("consumer_flow_control", "consume_thread_blocked", "pagecache_fast"),
+        paragraph=(
+            "A consume thread is blocked in the listener (e.g. an HTTP call without a timeout: RUNNABLE in a socket "
+            "read). The push consumer commits the smallest offset still in its process queue, so the group's "
+            "committed offset stops at the first blocked message; once a queue holds 1000 messages (or spans 2000 "
+            "offsets, or 100 MiB) the client stops pulling ('so do flow control') and the group's lag grows with the "
+            "load, while another group on the same topic keeps up and [PAGECACHERT] stays fast: the broker serves the "
+            "topic."),
+        recommend=(
+            "put a timeout on every call the listener makes; take a jstack of the consumer and look at its "
+            "ConsumeMessageThread_ threads",
+            "compare the groups' lag on the same topic (mqadmin consumerProgress): one keeping up proves the broker"),
+        warn=(
+            "do not scale or tune the broker, or raise pullThresholdForQueue / consumeThreadMax: the broker is not the "
+            "cause and more threads block the same way",
+            "a restart releases the threads but redelivers from the stopped offset: expect duplicates"),
+        scenario="consumer-backlog-stuck-thread"),
+)
+BY_ID = {m.id: m for m in MECHANISMS}

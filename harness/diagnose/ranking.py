@@ -1,0 +1,42 @@
+"""From evidence to findings: which mechanisms the lines name, ranked by how much of the evidence each explains."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harness.diagnose.evidence import Evidence, FileHits
+from harness.diagnose.mechanisms import MECHANISMS, Mechanism
+
+
+@dataclass
+class Finding:
+    """One mechanism the evidence names: the lines it explains (`explained` of `total` evidence lines)."""
+
+    mechanism: Mechanism
+    explained: int
+    total: int
+    counts: dict[str, int]
+    hits: list[tuple[str, FileHits]]
+
+    @property
+    def share(self) -> float:
+        return self.explained / self.total if self.total else 0.0
+
+
+def rank(evidence: Evidence) -> list[Finding]:
+    """Every mechanism one of whose key fingerprints was found. First the one with the most key lines no other found
+    mechanism explains (its own proof: the slave's `Read-only file system` for the stalled slave, the master's
+    housekeeping expiry for the dropped one, where both explain the master's transfer timeouts), then the one
+    explaining the most lines, then the one with more kinds of key lines."""
+    total = evidence.total()
+    findings = []
+    for mech in MECHANISMS:
+        if not any(evidence.count(k) for k in mech.keys):
+            continue
+        counts = {fid: evidence.count(fid) for fid in mech.explains if evidence.count(fid)}
+        hits = [(fid, h) for fid in mech.explains for h in evidence.hits.get(fid, {}).values()]
+        findings.append(Finding(mech, sum(counts.values()), total, counts, hits))
+    kinds = {f.mechanism.id: sum(1 for k in f.mechanism.keys if k in f.counts) for f in findings}
+    own = {f.mechanism.id: sum(n for k, n in f.counts.items() if k in f.mechanism.keys and not any(
+        k in g.mechanism.explains for g in findings if g is not f)) for f in findings}
+    findings.sort(key=lambda f: (-own[f.mechanism.id], -f.explained, -kinds[f.mechanism.id]))
+    return findings

@@ -1,0 +1,128 @@
+"""Stream files into `Evidence`: find every fingerprint's lines with substring search, block by block.
+
+Per block (whole lines, `harness.diagnose.sources.blocks`) each anchor is searched with `bytes.find`, the hits are
+put in order and numbered by counting line ends between them, and only the lines hit are decoded. Two fingerprints
+are read further: a `[PAGECACHERT]` line is parsed with the analysis's own reader (`analysis.pagecache`) and counts
+as `pagecache_slow` (a put of 500 ms or more in its minute) or `pagecache_fast` (99 % under 10 ms); a jstack thread
+`"ConsumeMessageThread_...` counts as `consume_thread_blocked` when its stanza (up to the next blank line) is
+RUNNABLE in a socket read. A broker.conf (`*.conf`, `*.properties`) is read as `key=value` lines.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from analysis.pagecache import FAST_SHARE, fast_share, parse_line
+from harness.diagnose.evidence import Evidence
+from harness.diagnose.fingerprints import FINGERPRINTS, JSTACK_CONSUME_THREAD, PAGECACHERT, SOCKET_READ_FRAMES
+from harness.diagnose.sources import SkipFile, Skipped, blocks, walk
+
+STAMP = re.compile(rb"(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2})")
+VERSION = re.compile(rb"rocketmq(?:-all)?-(\d+\.\d+\.\d+)")
+GROUP = re.compile(r"consumerGroup=([^,\s\]]+)")
+CONF_SUFFIXES = (".conf", ".properties")
+MAX_CONF_BYTES = 1024 * 1024
+SLOW_FROM_BUCKET = 6
+"""`[500ms~1s]` and above: a put that long held the commitlog lock well past the 200 ms a send may wait queued."""
+ANCHORS = tuple((a, f.id) for f in FINGERPRINTS for a in f.anchors)
+
+
+def scan(paths: list[str]) -> tuple[Evidence, list[Skipped]]:
+    """Read every file under `paths`; what could not be read is in the returned list, one entry per file."""
+    evidence, skipped = Evidence(), []
+    for path in walk(paths, skipped):
+        before = evidence.bytes_read
+        try:
+            if path.name.endswith(CONF_SUFFIXES):
+                _read_conf(path, evidence)
+            else:
+                _scan_file(path, evidence)
+            evidence.files_read += 1
+        except SkipFile as err:
+            skipped.append(Skipped(str(path), str(err)))
+            if evidence.bytes_read > before:  # a truncated gzip: the part before the cut is evidence too
+                evidence.files_read += 1
+    return evidence, skipped
+
+
+def _scan_file(path: Path, evidence: Evidence) -> None:
+    name, line_base, first_stamp = str(path), 1, None
+    for n, block in enumerate(blocks(path)):
+        evidence.bytes_read += len(block)
+        if n == 0:
+            head = block[:4096]
+            m = STAMP.match(head)
+            first_stamp = m.group(1).decode() if m else None
+            evidence.versions.update(v.decode() for v in VERSION.findall(head))
+        _scan_block(block, name, line_base, first_stamp, evidence)
+        line_base += block.count(b"\n")
+
+
+def _scan_block(block: bytes, name: str, line_base: int, first_stamp: str | None, evidence: Evidence) -> None:
+    found: list[tuple[int, str]] = []
+    for anchor, fid in ANCHORS:
+        pos = block.find(anchor)
+        while pos >= 0:
+            found.append((pos, fid))
+            pos = block.find(anchor, pos + len(anchor))
+    for anchor, fid in ((PAGECACHERT, "pagecache"), (JSTACK_CONSUME_THREAD, "jstack")):
+        pos = block.find(anchor)
+        while pos >= 0:
+            found.append((pos, fid))
+            pos = block.find(anchor, pos + len(anchor))
+    if not found:
+        return
+    found.sort()
+    counted, line_no, seen = 0, line_base, set()
+    for pos, fid in found:
+        start = block.rfind(b"\n", 0, pos) + 1
+        line_no += block.count(b"\n", counted, start)
+        counted = start
+        if (line_no, fid) in seen:
+            continue
+        seen.add((line_no, fid))
+        end = block.find(b"\n", pos)
+        raw = block[start:end if end >= 0 else len(block)]
+        text = raw.decode("utf-8", "replace").rstrip("\r")
+        stamp = STAMP.match(raw[:40])
+        ts = stamp.group(1).decode() if stamp else first_stamp
+        if fid == "pagecache":
+            fid = _pagecache(text, evidence)
+        elif fid == "jstack":
+            stanza_end = block.find(b"\n\n", pos)
+            stanza = block[pos:stanza_end if stanza_end >= 0 else len(block)]
+            fid = "consume_thread_blocked" if b"State: RUNNABLE" in stanza and any(
+                f in stanza for f in SOCKET_READ_FRAMES) else None
+        elif fid == "consumer_flow_control":
+            evidence.groups_in_flow_control.update(GROUP.findall(text))
+        if fid:
+            evidence.add(fid, name, line_no, ts, text)
+
+
+def _pagecache(text: str, evidence: Evidence) -> str | None:
+    line = parse_line(text)
+    if line is None or not line.total:
+        return None
+    evidence.pagecache_puts += line.total
+    evidence.pagecache_fast_puts += sum(line.counts[:2])
+    if sum(line.counts[SLOW_FROM_BUCKET:]):
+        return "pagecache_slow"
+    share = fast_share(line.counts)
+    return "pagecache_fast" if share is not None and share >= FAST_SHARE else None
+
+
+def _read_conf(path: Path, evidence: Evidence) -> None:
+    data = b"".join(blocks(path))[:MAX_CONF_BYTES].decode("utf-8", "replace")
+    conf = {}
+    for raw in data.splitlines():
+        line = raw.strip()
+        if not line or line[0] in "#!" or "=" not in line:
+            continue
+        key, _, value = line.partition("=")
+        conf[key.strip()] = value.strip()
+    if not conf:
+        return
+    # prefer a master's file: the incidents' mechanisms and the scenario's keys are the master's
+    is_master = conf.get("brokerRole", "ASYNC_MASTER").upper() != "SLAVE"
+    if evidence.broker_conf_path is None or (is_master and evidence.broker_conf.get("brokerRole") == "SLAVE"):
+        evidence.broker_conf, evidence.broker_conf_path = conf, str(path)

@@ -1,0 +1,46 @@
+"""Make a corpus excerpt from a run directory's `logs/`: `python -m tests.diagnose.excerpt RUN_DIR NAME`.
+
+Keeps, per log file, its first HEAD_LINES lines and at most PER_FINGERPRINT lines of each fingerprint (in file
+order), and the node's broker.conf whole; files with nothing kept are left out. The excerpt is our run's own output
+(never a RocketMQ build), small enough to commit; `tests/diagnose/corpus/README.md` lists where each came from.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from harness.diagnose.fingerprints import FINGERPRINTS, JSTACK_CONSUME_THREAD, PAGECACHERT
+
+HEAD_LINES = 3
+PER_FINGERPRINT = 12
+CORPUS = Path(__file__).resolve().parent / "corpus"
+ANCHORS = [(a, f.id) for f in FINGERPRINTS for a in f.anchors] + [(PAGECACHERT, "pagecache"),
+                                                                  (JSTACK_CONSUME_THREAD, "jstack")]
+
+
+def excerpt(src: Path) -> bytes:
+    kept, per = [], {}
+    for n, line in enumerate(src.read_bytes().splitlines(keepends=True)):
+        hit = next((fid for a, fid in ANCHORS if a in line), None)
+        if hit and per.get(hit, 0) < PER_FINGERPRINT:
+            per[hit] = per.get(hit, 0) + 1
+            kept.append(line)
+        elif n < HEAD_LINES:
+            kept.append(line)
+    return b"".join(kept) if per else b""
+
+
+def main(run_dir: str, name: str) -> None:
+    logs = Path(run_dir) / "logs"
+    out = CORPUS / name
+    for src in sorted(p for p in logs.rglob("*") if p.is_file()):
+        rel = src.relative_to(logs)
+        data = src.read_bytes() if src.suffix == ".conf" and "namesrv" not in rel.parts else excerpt(src)
+        if data:
+            (out / rel).parent.mkdir(parents=True, exist_ok=True)
+            (out / rel).write_bytes(data)
+    print(f"{out}: {sum(p.stat().st_size for p in out.rglob('*') if p.is_file())} bytes")
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:3])

@@ -1,0 +1,144 @@
+"""`rmq-chaos diagnose` on the corpus (excerpts of rmq-chaos's own runs, emulator and real 4.9.1): each run's logs
+are named as its scenario's mechanism first in rank, a healthy run's give no finding, the written scenario loads
+and lints, and bad input is one line per file with a documented exit code."""
+from __future__ import annotations
+
+import gzip
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.diagnose import rank, reproduction, scan, write
+from harness.scenario import load_scenarios
+
+CORPUS = Path(__file__).resolve().parent / "corpus"
+EXPECTED = {
+    "consumer-backlog-stuck-thread": "stuck-consumer-listener",
+    "stuck-listener-jstack": "stuck-consumer-listener",
+    "slave-readonly-default": "replication-stalled-slave",
+    "slave-frozen": "slave-dropped",
+    "transient-store-pool": "page-cache-busy",
+}
+CASES = sorted(p.name for p in CORPUS.iterdir() if p.is_dir())
+RMQ_CHAOS = [sys.executable, "-m", "harness.cli"]
+
+
+def _expected(case: str) -> str | None:
+    return next((mech for suffix, mech in EXPECTED.items() if case.endswith(suffix)), None)
+
+
+def test_every_corpus_case_is_known():
+    assert CASES and all(_expected(c) or "healthy" in c for c in CASES), CASES
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_corpus_case_is_diagnosed_as_its_mechanism(case, tmp_path):
+    evidence, skipped = scan([str(CORPUS / case)])
+    assert not skipped
+    findings = rank(evidence)
+    want = _expected(case)
+    if want is None:
+        assert findings == [], [f.mechanism.id for f in findings]
+        return
+    assert findings and findings[0].mechanism.id == want, [(f.mechanism.id, f.explained) for f in findings]
+    version = next(iter(evidence.versions), None)
+    path = write(reproduction(findings[0], version, evidence.broker_conf), tmp_path)
+    runs = load_scenarios(path)  # loads and lints like any scenario file
+    assert runs and runs[0].name.startswith(f"diagnosed-{want}")
+
+
+def test_gzip_is_read_as_plain(tmp_path):
+    case = CORPUS / "emulator-slave-readonly-default"
+    for src in case.rglob("*"):
+        if src.is_file():
+            dst = tmp_path / src.relative_to(case)
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            dst.with_name(dst.name + ".gz").write_bytes(gzip.compress(src.read_bytes()))
+    plain, zipped = scan([str(case)])[0], scan([str(tmp_path)])[0]
+    assert plain.total() and rank(zipped)[0].mechanism.id == "replication-stalled-slave"
+    assert {k: plain.count(k) for k in plain.hits} == {k: zipped.count(k) for k in zipped.hits}
+
+
+def _diagnose(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([*RMQ_CHAOS, "diagnose", *args], cwd=cwd, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+
+
+def test_bad_input_is_one_line_each(tmp_path):
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "heap.bin").write_bytes(bytes(range(256)) * 64)
+    text = "".join(f"2026-11-26 12:10:{i % 60:02d} WARN GroupTransferService - transfer messsage to slave timeout, "
+                   f"{i}\n" for i in range(50000)).encode()
+    packed = gzip.compress(text)
+    (bad / "store.log.gz").write_bytes(packed[: len(packed) // 2])
+    (bad / "not-gzip.gz").write_bytes(b"plain text, not gzip\n")
+    os.mkfifo(bad / "fifo")
+    (bad / "link").symlink_to(tmp_path / "nowhere")
+    done = _diagnose(str(bad), str(tmp_path / "missing"), "--out", str(tmp_path / "out"), cwd=tmp_path)
+    lines = done.stderr.splitlines()
+    assert "Traceback" not in done.stderr
+    for name in ("heap.bin", "store.log.gz", "not-gzip.gz", "fifo", "link", "missing"):
+        assert sum(name in line for line in lines) == 1, (name, lines)
+    assert all("allowed:" in line for line in lines), lines
+    # the truncated gzip's first half is still read: the stalled slave is named from it
+    assert done.returncode == 0, (done.returncode, done.stdout[-2000:])
+    assert "replication-stalled-slave" in done.stdout
+    only_bad = _diagnose(str(bad / "heap.bin"), str(tmp_path / "missing"), cwd=tmp_path)
+    assert only_bad.returncode == 2 and "Traceback" not in only_bad.stderr
+    healthy = _diagnose(str(CORPUS / "emulator-healthy"), "--no-scenario", cwd=tmp_path)
+    assert healthy.returncode == 1 and "no known mechanism" in healthy.stdout
+    assert not (tmp_path / "diagnosis").exists()
+
+
+def test_a_directory_of_many_files(tmp_path):
+    count = 100_000 if os.environ.get("RMQ_CHAOS_FULL_TESTS") == "1" else 3_000
+    many = tmp_path / "many"
+    many.mkdir()
+    for i in range(count):
+        (many / f"f{i:06d}.log").write_bytes(b"\0binary" if i % 2 else b"2026-11-26 12:00:00 INFO ok\n")
+    done = _diagnose(str(many), "--no-scenario", cwd=tmp_path)
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) <= 21 and f"{count // 2 - 20} more files skipped: binary file" in lines[-1], lines[-3:]
+    assert done.returncode == 1 and f"read {count // 2} file(s)" in done.stdout
+    shutil.rmtree(many)
+
+
+def test_the_users_version_and_broker_conf_go_into_the_scenario(tmp_path):
+    evidence, _ = scan([str(CORPUS / "apache-slave-readonly-default")])
+    conf = {"brokerName": "prod-a", "brokerRole": "SYNC_MASTER", "osPageCacheBusyTimeOutMills": "3000",
+            "haSlaveFallbehindMax": "268435456", "mappedFileSizeCommitLog": "1073741824", "noSuchKey": "1",
+            "storePathRootDir": "/data/rocketmq"}
+    repro = reproduction(rank(evidence)[0], "4.9.3", conf)
+    assert repro.used == {"brokerRole": "SYNC_MASTER", "osPageCacheBusyTimeOutMills": "3000",
+                          "haSlaveFallbehindMax": "268435456"}
+    assert set(repro.dropped) == {"brokerName", "mappedFileSizeCommitLog", "noSuchKey", "storePathRootDir"}
+    (run,) = load_scenarios(write(repro, tmp_path))
+    assert run.cluster.version == "4.9.3"
+    assert run.cluster.broker.master["osPageCacheBusyTimeOutMills"] == "3000"
+    assert "noSuchKey not used" in repro.text
+
+
+def test_application_exceptions_name_page_cache_busy(tmp_path):
+    """Lines written here in the shape of an application's log of the 4.9.1 client's exceptions (MQBrokerException's
+    message is `CODE: <code>  DESC: <remark>`, the remark the broker's), with a slow [PAGECACHERT] minute: no run of
+    ours writes an application log (its outcomes go to requests/*.parquet)."""
+    desc = "broker busy, start flow control for a while, period in queue: 207ms, size of queue: 12"
+    app = tmp_path / "app.log"
+    app.write_text("".join(
+        f"2026-11-26 10:00:{i:02d}.123 ERROR [http-nio-8080-exec-{i}] c.e.OrderService - send failed\n"
+        f"org.apache.rocketmq.client.exception.MQBrokerException: CODE: 2  DESC: [TIMEOUT_CLEAN_QUEUE]{desc}\n"
+        "\tat org.apache.rocketmq.client.impl.MQClientAPIImpl.processSendResponse(MQClientAPIImpl.java:665)\n"
+        for i in range(5)) + "2026-11-26 10:00:07 ERROR x - CODE: 2  DESC: [PCBUSY_CLEAN_QUEUE]" + desc + "\n")
+    evidence, _ = scan([str(app), str(CORPUS / "emulator-healthy" / "master")])
+    findings = rank(evidence)
+    assert findings[0].mechanism.id == "page-cache-busy" and findings[0].counts["timeout_clean_queue"] == 5
+    assert evidence.hits["timeout_clean_queue"][str(app)].first_line == 2
+    path = write(reproduction(findings[0], None, evidence.broker_conf), tmp_path / "out")
+    names = [r.name for r in load_scenarios(path)]  # the shipped scenario's matrix: the pool on and off
+    assert names == ["diagnosed-page-cache-busy.pool=on", "diagnosed-page-cache-busy.pool=off"]
