@@ -12,7 +12,6 @@ rows. t = 0 is the death of the master: the `apply ok` event of the fault on `ma
 (not a controller-mode run). The `fault` filter picks the fault (default: the first applied to `master`)."""
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +20,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from analysis import contract as c
+from analysis.errors import RunDirError
+from analysis.rundir import read_events
 from analysis.timeline import NS
 
 FAILOVER_METRICS = ("failover_election_s", "failover_route_s", "failover_first_ok_s", "failover_unavailable_s")
@@ -37,16 +38,9 @@ class Failover:
 
 def _events(run: Any) -> list[dict[str, Any]]:
     try:
-        text = run.layout.events.read_text(encoding="utf-8")
-    except OSError:
+        return read_events(run.layout)
+    except (OSError, RunDirError):
         return []
-    out = []
-    for line in text.splitlines():
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            continue
-    return out
 
 
 def _death(events: list[dict[str, Any]], fault: str | None) -> tuple[str | None, str | None, int | None]:
