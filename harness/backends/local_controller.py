@@ -7,7 +7,7 @@ the others once the controller named it master, so every run starts from the sam
 Ready = every node up, the topic on every broker, its route naming the master, a probe SEND_OK and every slave in
 the SyncStateSet. A fault on `master` / `slave` acts on the node holding that role when it is applied
 (`resolve_target`, `harness.backends.controller_roles`); a `RoleSampler` writes each change of the roles to
-`events.jsonl`; the read-back reads every live broker, each under the role it holds then."""
+`events.jsonl`; the read-back reads the live master and the first live slave, each under the role it holds then."""
 from __future__ import annotations
 
 import time
@@ -118,13 +118,15 @@ class LocalControllerBackend(ClusterBackend):
         return self.roles.resolve(target)
 
     def read_back(self, timeout_s: float) -> dict[str, int]:
-        """Every live broker, under the role it holds now (`master` / `slave`: the analysis's read-back nodes)."""
+        """The live master and the first live slave, each under the role it holds now (`master` / `slave`: the
+        analysis's read-back nodes; with two slaves the second is not read, `readback_start` names who is)."""
         assert self.roles is not None
         c = self.scenario.cluster
         master = self.roles.master()
-        self.rd.event("roles", master=master, at="readback")
-        sources = [ReadbackSource("master" if n == master else "slave", c.broker_name, self.broker_addrs[n])
-                   for n in self.broker_nodes if self.nodes[n].pids()]
+        live = [n for n in self.broker_nodes if n != master and self.nodes[n].pids()]
+        read = {"master": master, "slave": live[0] if live else None}
+        self.rd.event("roles", master=master, at="readback", read=read)
+        sources = [ReadbackSource(role, c.broker_name, self.broker_addrs[n]) for role, n in read.items() if n]
         return read_back(self.run_id, self.scenario.topic.name, self.scenario.topic.queues, sources,
                          brokerclient.read_queue, self.rd.layout.readback, timeout_s)
 
