@@ -21,10 +21,11 @@ from pyspark.sql import functions as F
 
 from analysis import contract as c
 from analysis.errors import RunDirError
+from analysis.expectations import FAILOVER_METRICS
 from analysis.rundir import read_events
 from analysis.timeline import NS
 
-FAILOVER_METRICS = ("failover_election_s", "failover_route_s", "failover_first_ok_s", "failover_unavailable_s")
+ANSWERED_AT = {"master": "controller_ns", "route_master": "route_ns"}
 
 
 @dataclass
@@ -62,7 +63,9 @@ def failover(run: Any, requests: DataFrame, fault: str | None = None) -> Failove
         return Failover(fault_id, node, death, note="no roles events (not a controller-mode run)")
 
     def first_after(key: str) -> float:
-        t = next((ev["wall_ns"] for ev in roles if ev["wall_ns"] >= death and ev.get(key) not in (None, node)), None)
+        stamp = ANSWERED_AT[key]  # when that answer came (older runs: the event's time)
+        t = next((ev.get(stamp) or ev["wall_ns"] for ev in roles
+                  if (ev.get(stamp) or ev["wall_ns"]) >= death and ev.get(key) not in (None, node)), None)
         return math.inf if t is None else (t - death) / NS
 
     rows = requests.where((F.col("run_id") == F.lit(run.run_id)) & (F.col("outcome") == c.SEND_OK))
