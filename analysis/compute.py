@@ -20,6 +20,7 @@ from analysis import stats
 from analysis.consume_measures import RunConsume, measure_consumer, run_consume
 from analysis.consume_stats import consume_results
 from analysis.expectations import CONSUMER_LOSS_METRICS, CONSUMER_METRICS, PAGECACHE_METRICS
+from analysis.failover import failover_of
 from analysis.fault_timing import FaultSpec
 from analysis.frames import Frames, enrich_requests, load_frames
 from analysis.loss import LossCheck, key_flags, loss_checks
@@ -52,6 +53,7 @@ class RunResults:
     verdict: RunVerdict
     warnings: list[str] = field(default_factory=list)
     consume: RunConsume | None = None  # the consumer side (None: the run has no consumes, lag or PAGECACHERT)
+    failover: dict[str, Any] | None = None  # controller mode: the failover figures (analysis.failover)
 
 
 def _split(table: pa.Table, run_id: str, sort: Sequence[str] = ()) -> pa.Table:
@@ -128,6 +130,7 @@ def _compute(spark: SparkSession, runs: Sequence[RunDir], frames: Frames, enrich
                     m = Measurement(None, gap)
                 measured[(run.run_id, i)] = m
 
+    failovers = {run.run_id: failover_of(run, enriched, measured) for run in runs}
     results = []
     for run in runs:
         rid = run.run_id
@@ -154,13 +157,15 @@ def _compute(spark: SparkSession, runs: Sequence[RunDir], frames: Frames, enrich
             per_phase=_per_phase(run, run_counts, {k: _split(v, rid) for k, v in pct.items()}),
             outcome_counts=run_counts, metrics_per_second=_split(metrics, rid, ["node", "sec"]),
             loss=loss[rid], faults=faults, verdict=verdict, warnings=warnings, consume=shown,
-        ))
+            failover=failovers[rid]))
         verdict.extra = {"loss": loss[rid].to_json(), "faults": faults, "warnings": warnings,
                          "run_status": run.timeline.status,
                          "schedule": {"dropped": deliveries[rid].dropped, "gaps": deliveries[rid].gaps,
                                       "rows_whole": deliveries[rid].rows_whole}}
         if shown is not None:
             verdict.extra["consumers"] = shown.to_json()
+        if failovers[rid] is not None:
+            verdict.extra["failover"] = failovers[rid]
     return results
 
 

@@ -28,6 +28,7 @@ from analysis import contract as c
 from analysis.delivery import Delivery, delivery
 from analysis.expectations import (
     CONSUMER_METRICS,
+    FAILOVER_METRICS,
     FAULT_METRICS,
     LATENCY_METRICS,
     LATENCY_QUANTILE,
@@ -201,8 +202,8 @@ def measure(enriched: DataFrame, kf: KeyFlags | None, runs: Sequence[RunDir], t0
     for r_i, run in enumerate(runs):
         for i, e in enumerate(run.expectations):
             key = (run.run_id, i)
-            if e.metric in CONSUMER_METRICS + PAGECACHE_METRICS:
-                continue  # analysis.consume_measures
+            if e.metric in CONSUMER_METRICS + PAGECACHE_METRICS + FAILOVER_METRICS:
+                continue  # analysis.consume_measures, analysis.failover
             if e.metric in LOSS_METRICS and not e.filters:
                 loss_later.append((key, e, run))
             elif e.metric in FAULT_METRICS:

@@ -165,6 +165,7 @@ def render_run_page(res: RunResults) -> str:
              "rows": res.rows, "t0": _iso(res.t0_ns)},
         verdict=verdict_view(res.verdict), warnings=res.warnings, figures=figures, chart_titles=CHART_TITLES,
         phases=res.per_phase, outcome_matrix=_outcome_matrix(res), remarks=_top_remarks(res), faults=res.faults,
+        failover=res.failover,
         loss={**res.loss.counts, "measured": res.loss.measured, "note": res.loss.note, "samples": res.loss.samples,
               "unread": [q.to_json() for q in res.loss.unread]},
         config_nodes=nodes, config_rows=rows, scenario_text=res.run.scenario_text,

@@ -232,6 +232,12 @@ def _check_phase_names(expectations: list[Expectation], phases: list[PhaseSpec],
             raise RunDirError(f"{source}: expect[{i}].phase: {e.phase!r} is not one of: {', '.join(names)}")
 
 
+def read_events(layout: c.RunLayout) -> list[dict[str, Any]]:
+    """The run's events as `open_run` reads them (bad lines skipped), for a measure that needs more than the
+    timeline keeps (e.g. `analysis.failover`'s `roles` events)."""
+    return _read_events(layout, [])
+
+
 def _read_events(layout: c.RunLayout, warnings: list[str]) -> list[dict[str, Any]]:
     if not layout.events.exists():
         warnings.append("events.jsonl: missing: no phases, faults or run status")

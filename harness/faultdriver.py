@@ -19,8 +19,11 @@ class ActiveFault:
 
 
 class FaultDriver:
-    def __init__(self, targets: Mapping[str, Any], journal: Any, emit: Callable[[dict], None]) -> None:
+    def __init__(self, targets: Mapping[str, Any], journal: Any, emit: Callable[[dict], None],
+                 resolve: Callable[[str], str] | None = None) -> None:
         self.targets = targets
+        self.resolve = resolve
+        """controller mode: the node holding a role (`master`, `slave`) when a fault on it is applied"""
         self.journal = journal
         self.emit = emit
         self.active: list[ActiveFault] = []
@@ -39,12 +42,17 @@ class FaultDriver:
         revert-all) and the error propagates."""
         from faults.registry import fault_class
 
-        target = self.targets[spec.target]
+        node = self.resolve(spec.target) if self.resolve is not None else spec.target
+        target = self.targets[node]
+        emit = self.emit
+        if node != spec.target:  # the event names the scenario's target (the role) and the node that held it
+            def emit(event: dict, node: str = node) -> None:
+                self.emit({**event, "target": spec.target, "node": node})
         runner = getattr(target.control, "fault_runner", None)
         if runner is not None:  # a node on another host: its agent runs the fault there
-            fault = runner(spec, self.emit)
+            fault = runner(spec, emit)
         else:
-            fault = fault_class(spec.kind)(target, spec.params, journal=self.journal, emit=self.emit,
+            fault = fault_class(spec.kind)(target, spec.params, journal=self.journal, emit=emit,
                                            fault_id=spec.id)
         self._applying = spec
         try:

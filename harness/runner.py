@@ -153,7 +153,7 @@ class Runner:
         stage = _Stage()
         status, error = STATUS_COMPLETED, None
         try:
-            progress.step("cluster: starting name server, master, slave")
+            progress.step(f"cluster: starting {', '.join(backend.node_order)}")
             backend.up(progress.step)
             stage.collector = backend.start_collectors()
             stage.collector.on_failure = lambda error: self._watch.fail("metrics", error)
@@ -161,7 +161,7 @@ class Runner:
             if self.scenario.consumers.groups:
                 self._start_consumers(rd, backend, journal, stage, progress)
                 targets.update(stage.consumers.targets)
-            driver = FaultDriver(targets, journal, rd.append)
+            driver = FaultDriver(targets, journal, rd.append, getattr(backend, "resolve_target", None))
             stage.driver = driver
             if stage.consumers is not None:
                 watch = self._watch

@@ -61,6 +61,8 @@ class ClusterBackend:
         self.namesrv_addr = ""
         self.broker_addrs: dict[str, str] = {}
         self.log_sources: dict[str, list[Path]] = {}
+        self.node_order: tuple[str, ...] = NODE_ORDER
+        self.broker_nodes: tuple[str, ...] = BROKER_NODES
         self._state_written = False
 
     # --- what a backend provides ------------------------------------------------------------------------------
@@ -84,7 +86,7 @@ class ClusterBackend:
         self.work.mkdir(parents=True, exist_ok=True)
         self.start_nodes(say)
         self.rd.event("cluster_up", backend=self.name, nodes=self.node_addrs())
-        for n in NODE_ORDER:
+        for n in self.node_order:
             self.nodes[n].wait_ready(timeout)
         self.wait_topic_ready(say)
         info = self.cluster_info()
@@ -93,14 +95,14 @@ class ClusterBackend:
         write_cluster_state(self.state_dir, self.cluster_id, self.run_id, self.name, list(self.targets.values()))
         self._state_written = True
         self.rd.event("cluster_ready", backend=self.name, nodes=self.node_addrs())
-        say(f"cluster ready: namesrv {self.namesrv_addr}, master {self.broker_addrs['master']}, "
-            f"slave {self.broker_addrs['slave']}{self.ready_note()}")
+        say(f"cluster ready: namesrv {self.namesrv_addr}, "
+            + ", ".join(f"{n} {self.broker_addrs[n]}" for n in self.broker_nodes) + self.ready_note())
 
     def make_stores(self) -> None:
         """Each broker's store: a loop-mounted ext4 image of its own under its node dir (`errors=remount-ro`)."""
         from harness.resources.loop_store import LoopStore
 
-        for n in BROKER_NODES:
+        for n in self.broker_nodes:
             node_dir = self.work / n
             node_dir.mkdir(parents=True, exist_ok=True)
             self.stores[n] = LoopStore.create(self.journal, str(node_dir / "store.img"), str(node_dir / "store"),
@@ -108,7 +110,7 @@ class ClusterBackend:
                                               label=f"rmq-{n}")
 
     def node_addrs(self) -> dict[str, str]:
-        return {n: self.nodes[n].addr for n in NODE_ORDER if n in self.nodes}
+        return {n: self.nodes[n].addr for n in self.node_order if n in self.nodes}
 
     def use_relay(self) -> bool:
         mode = self.scenario.cluster.ha_relay
@@ -137,7 +139,7 @@ class ClusterBackend:
 
     def cluster_info(self) -> dict[str, Any]:
         c = self.scenario.cluster
-        effective = {n: brokerclient.broker_config(self.broker_addrs[n]) for n in BROKER_NODES}
+        effective = {n: brokerclient.broker_config(self.broker_addrs[n]) for n in self.broker_nodes}
         return {
             "backend": self.name, "cluster_id": self.cluster_id, "program": self.program.kind,
             "rocketmq_home": str(self.program.home) if self.program.home else None, "version": c.version,
@@ -146,15 +148,15 @@ class ClusterBackend:
             "nodes": [{"name": n, "role": self.nodes[n].role, "addr": self.nodes[n].addr,
                        "pid": (self.nodes[n].pids() or [None])[0], "cgroups": self.targets[n].cgroups,
                        "store_mount": self.targets[n].store_mount, "store_device": self.targets[n].store_device,
-                       "store_size": c.store_size if n in BROKER_NODES else None,
-                       "conf": self.targets[n].extras["conf"]} for n in NODE_ORDER],
-            "requested_config": {n: requested(c, n) for n in BROKER_NODES},
+                       "store_size": c.store_size if n in self.broker_nodes else None,
+                       "conf": self.targets[n].extras["conf"]} for n in self.node_order],
+            "requested_config": {n: requested(c, n) for n in self.broker_nodes},
             "effective_config": effective,
         }
 
     def check_effective(self, effective: dict[str, dict[str, str]]) -> None:
         allowed = set(self.scenario.cluster.allow_keys)
-        problems = [f"{n}: {d}" for n in BROKER_NODES
+        problems = [f"{n}: {d}" for n in self.broker_nodes
                     for d in effective_differences(requested(self.scenario.cluster, n), effective[n], allowed)]
         if problems:
             raise ClusterError("effective broker config differs from the scenario: " + "; ".join(problems))
@@ -162,7 +164,7 @@ class ClusterBackend:
     # --- during the run ---------------------------------------------------------------------------------------
 
     def metrics_nodes(self) -> list[MetricsNode]:
-        return [MetricsNode(n, self.nodes[n].pid_source, self.broker_addrs.get(n)) for n in NODE_ORDER]
+        return [MetricsNode(n, self.nodes[n].pid_source, self.broker_addrs.get(n)) for n in self.node_order]
 
     def start_collectors(self) -> MetricsCollector:
         collector = MetricsCollector(self.run_id, self.rd.layout.metrics, self.metrics_nodes(),

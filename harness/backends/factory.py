@@ -93,6 +93,10 @@ def make_backend(scenario: Scenario, rd: Any, journal: Any, state_dir: Path) -> 
         from harness.backends.ssh import SshBackend
 
         return SshBackend(scenario, rd, journal, state_dir)
+    if scenario.cluster.mode == "controller":
+        from harness.backends.local_controller import LocalControllerBackend
+
+        return LocalControllerBackend(scenario, rd, journal, state_dir)
     from harness.backends.local import LocalBackend
 
     return LocalBackend(scenario, rd, journal, state_dir)

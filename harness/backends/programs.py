@@ -19,6 +19,9 @@ from pathlib import Path
 
 ROCKETMQ_HOME_ENV = "ROCKETMQ_HOME"
 APACHE_BIN = {"namesrv": "bin/mqnamesrv", "broker": "bin/mqbroker"}
+APACHE_CONTROLLER_BIN = "bin/mqcontroller"
+"""5.x only: a standalone controller (controller mode with `cluster.controllers: 3`)."""
+EMULATOR_MODULE = {"namesrv": "emulator.namesrv", "broker": "emulator.broker", "controller": "emulator.controller_main"}
 PATH_ENV = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 JVM_GC_LOG_DIR = "/dev/shm"
 VERSION_JAR = re.compile(r"^rocketmq-broker-(\d+\.\d+\.\d+)\.jar$")
@@ -71,11 +74,12 @@ class Program:
         return cls("apache", Path(home))
 
     def argv(self, role: str, conf: Path) -> list[str]:
-        kind = "namesrv" if role == "namesrv" else "broker"
+        """The command of a node of `role` (namesrv, controller, or a broker's role)."""
+        kind = role if role in ("namesrv", "controller") else "broker"
         if self.kind == "emulator":
-            return [sys.executable, "-m", f"emulator.{kind}", "-c", str(conf)]
+            return [sys.executable, "-m", EMULATOR_MODULE[kind], "-c", str(conf)]
         assert self.home is not None
-        return [str(self.home / APACHE_BIN[kind]), "-c", str(conf)]
+        return [str(self.home / (APACHE_CONTROLLER_BIN if kind == "controller" else APACHE_BIN[kind])), "-c", str(conf)]
 
     def env(self, *, version: str, heap: str, node_dir: Path, log_dir: Path, bind: str = "127.0.0.1") -> dict[str, str]:
         """The node's environment; `bind`: the address the emulator listens on (its host's)."""

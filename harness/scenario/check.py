@@ -26,6 +26,9 @@ PLACEHOLDER_NAMESRV = "127.0.0.1:9876"
 def check_scenario(scenario: Scenario, marks: Marks) -> None:
     """Raise `SourceError` for the first thing in `scenario` the system cannot do."""
     _check_faults(scenario, marks)
+    if scenario.cluster.mode == "controller" and scenario.consumers.groups:
+        raise marks.error(("consumers",), "consumer groups are not run in controller mode yet; allowed: no "
+                                          "consumers, or cluster.mode master_slave")
     _check_clients(scenario, marks)
     _check_load(scenario, marks)
     lint_scenario(scenario, marks)
@@ -63,6 +66,9 @@ def _check_faults(scenario: Scenario, marks: Marks) -> None:
             need = "a node with a store" if fault.kind in STORE_FAULTS else f"a {' or '.join(roles)} target"
             raise marks.error(path + ("target",), f"fault {fault.kind} cannot act on {fault.target!r} "
                                                   f"(it needs {need}); allowed: {', '.join(roles)}")
+        if fault.kind in RELAY_FAULTS and scenario.cluster.mode == "controller":
+            raise marks.error(path + ("kind",), "fault ha_link needs the HA relay, which is not placed in controller "
+                                                "mode; allowed: the other faults, or cluster.mode master_slave")
         if fault.kind in RELAY_FAULTS and scenario.cluster.ha_relay == "never":
             raise marks.error(path + ("kind",), "fault ha_link needs the HA relay; cluster.ha_relay is 'never'; "
                                                 "allowed: auto, always")

@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field, field_validator, model_validator
+from pydantic import AfterValidator, BeforeValidator, Field, field_validator, model_validator
 
+from harness.scenario.controller_keys import check_mode, controllers_value
 from harness.scenario.schema import Duration, Name, Size, Strict, at
 
 NODE_NAMES = ("namesrv", "master", "slave")
@@ -49,7 +50,7 @@ class BrokerConfSection(Strict):
     slave: BrokerConf = {}
 
     def for_node(self, node: str) -> dict[str, ConfValue]:
-        return {**self.common, **getattr(self, node)}
+        return {**self.common, **getattr(self, node, {})}  # controller mode: broker-N get `common`
 
 
 class ClusterSpec(Strict):
@@ -78,6 +79,14 @@ class ClusterSpec(Strict):
     ha_relay: Literal["auto", "always", "never"] = Field(
         default="auto", description="put the HA relay on the slave's path to the master (auto: when ha_link is used)")
     ready_timeout: Duration = "60s"
+    mode: Literal["master_slave", "controller"] = Field(
+        default="master_slave", description="master_slave: fixed roles (brokerId 0 and 1); controller: 5.x "
+                                            "controller mode, the controller elects the master (RIP-44)")
+    controllers: Annotated[str | int, BeforeValidator(controllers_value)] = Field(
+        default="embedded", description="controller mode: `embedded` (in the name server) or 3 (standalone)")
+    slaves: int = Field(default=1, ge=1, le=2, description="how many slaves (2: controller mode only)")
+    controller: BrokerConf = Field(default={}, description="controller mode: the controllers' conf overrides "
+                                                           "(e.g. enableElectUncleanMaster)")
 
     @field_validator("version", mode="before")
     @classmethod
@@ -99,6 +108,7 @@ class ClusterSpec(Strict):
 
     @model_validator(mode="after")
     def _backend(self) -> ClusterSpec:
+        check_mode(self)
         if self.backend == "compose" and self.program == "apache":
             raise at(("program",), "'apache' runs the distribution at $ROCKETMQ_HOME on this machine; with backend "
                                    "compose the image is the program (cluster.image); allowed: emulator, or backend "

@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -134,3 +136,21 @@ def assert_nothing_left(state: Path, run_id: str, deadline_s: float = 30.0) -> N
         if time.monotonic() >= deadline:
             raise AssertionError(f"left behind: {left}")
         time.sleep(0.2)
+
+
+@contextmanager
+def valid_run(scenario: Path, tmp_path: Path, wait_s: float = 600) -> Iterator[tuple[Path, dict]]:
+    """`rmq-chaos run <scenario> --program emulator` as a user runs it: yields (run dir, verdict.json) once the run
+    exited 0 with every expectation held; after the caller's checks, nothing of the run may be left."""
+    state, out = tmp_path / "state", tmp_path / "runs"
+    proc = rmq_chaos(["run", str(scenario), "--out", str(out), "--program", "emulator"], state)
+    try:
+        code = proc.wait(wait_s)
+        run_dir = run_dir_of(out)
+        verdict = json.loads((run_dir / "report" / "verdict.json").read_text())
+        bad = [(r["name"], r["status"], r["measured"]) for r in verdict["expectations"] if r["status"] != "held"]
+        assert code == 0 and not bad, bad
+        yield run_dir, verdict
+        assert_nothing_left(state, run_dir.name)
+    finally:
+        end_run(proc, state)

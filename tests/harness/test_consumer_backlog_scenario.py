@@ -5,11 +5,10 @@ committed offset stops while the other group keeps up, and after the drain both 
 send. The figures of the same file on the real 4.9.1 are in docs/scenarios.md."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
-from runsupport import assert_nothing_left, end_run, events, rmq_chaos, rows, run_dir_of
+from runsupport import events, rows, valid_run
 
 REPO = Path(__file__).resolve().parents[2]
 SCENARIO = REPO / "scenarios" / "consumer-backlog-stuck-thread.yaml"
@@ -17,14 +16,7 @@ SCENARIO = REPO / "scenarios" / "consumer-backlog-stuck-thread.yaml"
 
 @pytest.mark.long
 def test_backlog_scenario_is_valid_on_the_emulator(tmp_path: Path) -> None:
-    state, out = tmp_path / "state", tmp_path / "runs"
-    proc = rmq_chaos(["run", str(SCENARIO), "--out", str(out), "--program", "emulator"], state)
-    try:
-        code = proc.wait(600)
-        run_dir = run_dir_of(out)
-        verdict = json.loads((run_dir / "report" / "verdict.json").read_text())
-        bad = [(r["name"], r["status"], r["measured"]) for r in verdict["expectations"] if r["status"] != "held"]
-        assert code == 0 and not bad, bad
+    with valid_run(SCENARIO, tmp_path) as (run_dir, verdict):
         measured = {r["name"]: r["measured"] for r in verdict["expectations"]}
         assert measured["stuck-lag-grows"] > 10 * max(1, measured["healthy-lag-bounded"])
         drain = next(e for e in events(run_dir) if e["event"] == "consumers_drain")
@@ -32,6 +24,3 @@ def test_backlog_scenario_is_valid_on_the_emulator(tmp_path: Path) -> None:
         consumed = rows(run_dir / "consumes")
         stop = next(e for e in events(run_dir) if e["event"] == "consumers_stop")
         assert {g: sum(1 for r in consumed if r["group"] == g) for g in ("healthy", "stuck")} == stop["rows"]
-        assert_nothing_left(state, run_dir.name)
-    finally:
-        end_run(proc, state)

@@ -1,0 +1,108 @@
+"""Failover figures of a controller-mode run (harness `cluster.mode: controller`), from the `roles` events the
+harness's sampler wrote (the controller's master and the name server's route, sampled every 100 ms) and the request
+rows. t = 0 is the death of the master: the `apply ok` event of the fault on `master` (a kill: the SIGKILL sent).
+
+- failover_election_s: first `roles` event after t where the controller names a master other than the fault's node
+- failover_route_s: first `roles` event after t where the name server's route gives brokerId 0 to another node
+- failover_first_ok_s: end of the first SEND_OK among the sends started after t
+- failover_unavailable_s: that end minus the end of the last SEND_OK completed before t (producers without a
+  master that acknowledges)
+
+`inf`: it never happened in the run; `None` (unknown): no fault on the master was applied, or no `roles` events
+(not a controller-mode run). The `fault` filter picks the fault (default: the first applied to `master`)."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from analysis import contract as c
+from analysis.errors import RunDirError
+from analysis.expectations import FAILOVER_METRICS
+from analysis.rundir import read_events
+from analysis.timeline import NS
+
+ANSWERED_AT = {"master": "controller_ns", "route_master": "route_ns"}
+
+
+@dataclass
+class Failover:
+    fault_id: str | None = None
+    node: str | None = None  # the node that held the master role when the fault was applied
+    death_ns: int | None = None
+    figures: dict[str, float | None] | None = None
+    note: str | None = None
+
+
+def _events(run: Any) -> list[dict[str, Any]]:
+    try:
+        return read_events(run.layout)
+    except (OSError, RunDirError):
+        return []
+
+
+def _death(events: list[dict[str, Any]], fault: str | None) -> tuple[str | None, str | None, int | None]:
+    for ev in events:
+        if ev.get("event") == c.EVENT_FAULT and ev.get("action") == "apply" and ev.get("status") == "ok" and (
+                ev.get("fault_id") == fault if fault else ev.get("target") == "master"):
+            return ev.get("fault_id"), ev.get("node") or ev.get("target"), ev.get("wall_ns")
+    return None, None, None
+
+
+def failover(run: Any, requests: DataFrame, fault: str | None = None) -> Failover:
+    """The failover figures of one run (one Spark aggregation over its rows)."""
+    events = _events(run)
+    roles = [ev for ev in events if ev.get("event") == c.EVENT_ROLES and "route_master" in ev]
+    fault_id, node, death = _death(events, fault)
+    if death is None:
+        return Failover(note=f"no fault {fault!r} applied" if fault else "no fault on the master was applied")
+    if not roles:
+        return Failover(fault_id, node, death, note="no roles events (not a controller-mode run)")
+
+    def first_after(key: str) -> float:
+        stamp = ANSWERED_AT[key]  # when that answer came (older runs: the event's time)
+        t = next((ev.get(stamp) or ev["wall_ns"] for ev in roles
+                  if (ev.get(stamp) or ev["wall_ns"]) >= death and ev.get(key) not in (None, node)), None)
+        return math.inf if t is None else (t - death) / NS
+
+    rows = requests.where((F.col("run_id") == F.lit(run.run_id)) & (F.col("outcome") == c.SEND_OK))
+    agg = rows.agg(F.max(F.when(F.col("end_ns") < F.lit(death), F.col("end_ns"))).alias("last"),
+                   F.min(F.when(F.col("start_ns") >= F.lit(death), F.col("end_ns"))).alias("first")).first()
+    last, first = (agg["last"], agg["first"]) if agg is not None else (None, None)
+    figures: dict[str, float | None] = {"failover_election_s": first_after("master"),
+                                        "failover_route_s": first_after("route_master")}
+    figures["failover_first_ok_s"] = math.inf if first is None else (first - death) / NS
+    figures["failover_unavailable_s"] = (math.inf if first is None else None if last is None
+                                         else (first - last) / NS)
+    return Failover(fault_id, node, death, figures)
+
+
+def _measurement(fo: Failover, metric: str, run: Any) -> Any:
+    from analysis.measures import Measurement
+
+    if fo.figures is None:
+        return Measurement(None, fo.note)
+    value = fo.figures.get(metric)
+    if value is None:
+        return Measurement(None, "no SEND_OK before the master's death")
+    if math.isinf(value) and not run.timeline.completed:
+        return Measurement(None, "never in the rows there are, but the run did not complete")
+    return Measurement(value, f"fault {fo.fault_id} on {fo.node}")
+
+
+def failover_of(run: Any, requests: DataFrame, measured: dict[tuple[str, int], Any]) -> dict[str, Any] | None:
+    """Measure the run's failover expectations into `measured`; the figures for the report (None: the run has no
+    `roles` events, so it is not a controller-mode run)."""
+    base = failover(run, requests)
+    for i, e in enumerate(run.expectations):
+        if e.metric in FAILOVER_METRICS:
+            fo = base if not e.fault else failover(run, requests, e.fault)
+            measured[(run.run_id, i)] = _measurement(fo, e.metric, run)
+    if base.note == "no roles events (not a controller-mode run)" or (
+            base.figures is None and not any(ev.get("event") == c.EVENT_ROLES for ev in _events(run))):
+        return None
+    figures = {k: (None if v is None or math.isinf(v) else round(v, 3)) for k, v in (base.figures or {}).items()}
+    return {"fault_id": base.fault_id, "node": base.node, "note": base.note, **figures}
