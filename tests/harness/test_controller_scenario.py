@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from runsupport import events, valid_run
 
 REPO = Path(__file__).resolve().parents[2]
@@ -17,6 +18,7 @@ SHORTER = (("duration: 10s\n  - name: failover", "duration: 5s\n  - name: failov
            ("  - name: after\n    duration: 10s", "  - name: after\n    duration: 5s"))
 
 
+@pytest.mark.long
 def test_master_killed_controller_is_valid_on_the_emulator(tmp_path: Path) -> None:
     text = SCENARIO.read_text(encoding="utf-8")
     for old, new in SHORTER:
