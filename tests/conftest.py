@@ -36,15 +36,21 @@ def pytest_collection_finish(session):
                                 "run Locust in a child process, as tests/loads does")
 
 
+MACHINE_WIDE = ("tests/compose/", "tests/faults/test_faults_crash.py", "tests/faults/test_faults_memory.py",
+                "tests/faults/test_faults_guard.py", "tests/emulator/test_emu_memory_pressure.py")
+"""Tests that use what the machine has once: the Docker engine and the images it builds, and swap (`memory_pressure`
+adds a swap file only when no other swap is on, and the swap tests compare /proc/swaps before and after)."""
+
+
 def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist (`-n N --dist loadgroup`, the README's command): the compose tests share one Docker engine
-    and the images it builds, so they run on one worker (`xdist_group("docker")`); the tests that run a whole
-    scenario or cluster for minutes (`long`) and the docker group come first, so the long ones run side by side and
-    the short ones fill in around them. Without xdist the order changes only by moving those first."""
+    """Under pytest-xdist (`-n N --dist loadgroup`, the README's command) the MACHINE_WIDE tests run one after the
+    other on one worker (`xdist_group("machine")`); the tests that run a whole scenario or cluster for minutes
+    (`long`) and that group come first, so the long ones run side by side and the short ones fill in around them.
+    Without xdist the order changes only by moving those first."""
     for item in items:
-        if item.nodeid.startswith("tests/compose/"):
-            item.add_marker(pytest.mark.xdist_group("docker"))
-    items.sort(key=lambda item: 0 if item.nodeid.startswith("tests/compose/") or item.get_closest_marker("long")
+        if item.nodeid.startswith(MACHINE_WIDE):
+            item.add_marker(pytest.mark.xdist_group("machine"))
+    items.sort(key=lambda item: 0 if item.nodeid.startswith(MACHINE_WIDE) or item.get_closest_marker("long")
                else 1)
 
 
