@@ -42,6 +42,7 @@ MACHINE_WIDE = ("tests/compose/", "tests/faults/test_faults_crash.py", "tests/fa
 adds a swap file only when no other swap is on, and the swap tests compare /proc/swaps before and after)."""
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook, which reads the xdist_group marks
 def pytest_collection_modifyitems(config, items):
     """Under pytest-xdist (`-n N --dist loadgroup`, the README's command) the MACHINE_WIDE tests run one after the
     other on one worker (`xdist_group("machine")`); the tests that run a whole scenario or cluster for minutes
