@@ -165,13 +165,17 @@ def main() -> int:
                   f"cleanup exit {row['cleanup_exit']}, left: {left or 'nothing'}", flush=True)
             if row["cleanup_exit"] != 0:
                 print(f"  cleanup said: {row['cleanup_out']}", flush=True)
+    print_summary(rows)
+    return 0
+
+
+def print_summary(rows: list[dict]) -> None:
     leases = [r["lease_s"] for r in rows if isinstance(r["lease_s"], float)]
     print(f"rounds {len(rows)}; cleanup exit 0 in {sum(r['cleanup_exit'] == 0 for r in rows)}; "
           f"something left in {sum(any(r['left'].values()) for r in rows)}")
     if leases:
-        print(f"lease revert after the kill (lease {LEASE_S:g} s): n={len(leases)} median {statistics.median(leases):.1f} s, "
-              f"max {max(leases):.1f} s")
-    return 0
+        print(f"faults reverted after the kill (lease {LEASE_S:g} s): n={len(leases)} median "
+              f"{statistics.median(leases):.1f} s, max {max(leases):.1f} s")
 
 
 if __name__ == "__main__":

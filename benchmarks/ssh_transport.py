@@ -25,7 +25,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from support import REPO, not_root
+from support import REPO, not_root, pct
 
 sys.path.insert(0, str(REPO / "tests" / "hosts"))
 
@@ -129,11 +129,6 @@ def measure(args: argparse.Namespace) -> None:
         got = fn(host, args.known_hosts, args.commands, args.parallel)
         found[name + " (one connection, a channel per command)" if got else name + " (not installed)"] = got
     print(json.dumps(found))
-
-
-def pct(values: list[float], q: float) -> float:
-    s = sorted(values)
-    return s[min(len(s) - 1, int(round(q * (len(s) - 1))))]
 
 
 def main() -> int:
