@@ -32,6 +32,12 @@ def cpu_seconds(pids: list[int], *, skip_gone: bool = False) -> float:
     return total
 
 
+def pct(values: list[float], q: float) -> float:
+    """The `q` quantile (0..1) of `values`, nearest rank."""
+    s = sorted(values)
+    return s[min(len(s) - 1, int(round(q * (len(s) - 1))))]
+
+
 def not_root(program: str, needs: str = "") -> bool:
     """True, after saying `<program>: needs root (<needs>)` on stderr, when this process does not run as root."""
     if os.geteuid() == 0:

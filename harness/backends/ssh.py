@@ -13,6 +13,7 @@ start and the end, both in cluster.json with their error bounds)."""
 from __future__ import annotations
 
 import io
+import json
 import shutil
 import tarfile
 import tempfile
@@ -183,6 +184,10 @@ class SshBackend(ClusterBackend):
         offset, error = self.agents[host].clock_offset()
         self.offsets.setdefault(host, {}).update({f"offset_{when}_ns": offset, f"error_{when}_ns": error})
         self.rd.event("host_clock", host=host, when=when, offset_ns=offset, error_ns=error)
+        if when == "end" and self.rd.layout.cluster.exists():  # written at ready; the end offsets join it here
+            info = json.loads(self.rd.layout.cluster.read_text(encoding="utf-8"))
+            info.setdefault("hosts", {}).setdefault(host, {}).update(self.offsets[host])
+            self.rd.write_cluster(info)
 
     def _event(self, host: str) -> Callable[[dict[str, Any]], None]:
         """A fault event from the host's agent, put on this machine's clock (the offset measured at the start)."""

@@ -108,11 +108,14 @@ class AgentClient:
                 box.put_nowait(None)
 
     def _renew(self) -> None:
+        """A `renew` line every lease / 4, its answer not awaited: an answer slower than the lease (an agent still
+        importing on a loaded host) once ended the renewals for good, and the agent gave up its lease 10 s later
+        while everything was well. Only a closed channel ends them."""
         while not self._closed.wait(self.lease_s / 4):
             if self._gone:
                 return
             try:
-                self.call("renew", timeout_s=self.lease_s)
+                self._send({"id": next(self._ids), "op": "renew"})
             except AgentError:
                 return
 

@@ -1,8 +1,10 @@
 """`rmq-chaos cleanup --hosts FILE`: on every host of an inventory, end the agents a dead control node left (they
 revert their own faults when their lease runs out; this does not wait for that) and run the journal cleanup of the
 host's state directory with the harness installed there, so whatever a dead run left on any host (faults, node
-processes, stores and loop devices, cgroups, swap files, firewall chains, qdiscs) is undone. Hosts in parallel; a
-host that cannot be reached is one line and a failed cleanup."""
+processes, stores and loop devices, cgroups, swap files, firewall chains, qdiscs) is undone. A host without a
+journal (`<workdir>/state`) has nothing to undo, even when the control node died while installing the harness there
+(its work directory or venv missing or half made). Hosts in parallel; a host that cannot be reached, or whose journal
+the harness there cannot replay (not installed completely), is one line and a failed cleanup."""
 from __future__ import annotations
 
 import json
@@ -12,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from harness.hosts.bundle import MARKER
 from harness.hosts.inventory import Host, Inventory
 from harness.hosts.ssh import SshError, SshHost
 
@@ -24,8 +27,14 @@ def clean_host(ssh: SshHost) -> dict[str, Any]:
         ended = ssh.run(["sh", "-c", f"pids=$(pgrep -f -- '[-]m harness[.]agent --work {host.workdir}( |$)'); "
                                      f"[ -n \"$pids\" ] && kill -KILL $pids; echo $pids"], check=False).stdout.split()
         python = f"{host.venv_dir}/bin/python"
-        if ssh.run(["test", "-x", python], check=False).returncode != 0:
+        if ssh.run(["test", "-d", f"{host.workdir}/state"], check=False).returncode != 0:
+            # no journal: nothing was ever made there (a control node killed before or while installing the harness)
             return {"host": host.name, "ok": True, "agents_ended": len(ended), "report": None}
+        marker = f"{shlex.quote(host.venv_dir)}/lib/python*/site-packages/{MARKER}"
+        if ssh.run(["sh", "-c", f"test -x {shlex.quote(python)} && ls {marker}"], check=False).returncode != 0:
+            return {"host": host.name, "ok": False, "error": f"the harness in {host.venv_dir} is missing or was not "
+                    f"installed completely, so the journal in {host.workdir}/state cannot be replayed; run any "
+                    "scenario on this host (it installs the harness) or install it, then cleanup --hosts again"}
         proc = ssh.run(["sh", "-c", f"cd {work} && RMQ_CHAOS_STATE={work}/state {shlex.quote(python)} -m harness.cli "
                                     f"cleanup --state-dir {work}/state --json"], check=False, timeout=600)
     except SshError as err:
