@@ -290,6 +290,8 @@ def main() -> None:
     for k in args.factor:
         console.print(f"generating x{k} from {real.name} ...")
         runs.append((f"generated x{k}", generate(real, args.workdir / f"x{k}", k)))
+    if not runs:
+        raise SystemExit("--generated-only needs at least one --factor")
     from analysis.session import get_session
 
     spark = get_session("local[2]")
