@@ -17,6 +17,7 @@ import jinja2
 import yaml
 
 from analysis import contract as c
+from analysis.compare_phases import phase_rows
 from analysis.compute import RunResults
 from analysis.figures import OUTCOME_COLORS, compare_figures, run_figures
 from analysis.verdict import RunVerdict, merge_valid
@@ -210,7 +211,8 @@ def compare_rows(results: Sequence[RunResults], page_dir: Path) -> list[dict[str
 
 def compare_consumer_rows(results: Sequence[RunResults]) -> list[dict[str, Any]]:
     """Per run per consumer group, side by side: deliveries, e2e p99 of both bases, lost, duplicates, lag max,
-    committed-offset stall, and the run's master PAGECACHERT figures (empty when no run has a consumer side)."""
+    committed-offset stall, and the run's master PAGECACHERT figures. A run without consumer groups has no row
+    (its PAGECACHERT alone is no consumer side); empty when no run had consumers."""
     out = []
     for res in results:
         rc = res.consume
@@ -218,7 +220,7 @@ def compare_consumer_rows(results: Sequence[RunResults]) -> list[dict[str, Any]]
             continue
         lag = rc.to_json()["lag"]
         master = next((r for r in rc.pagecache if r["node"] == "master" and r["window"] == "(whole run)"), {})
-        for g in rc.groups() or [None]:
+        for g in rc.groups() or ([None] if rc.per_phase else []):
             born, stored = rc.row(g, None, "born") or {}, rc.row(g, None, "stored") or {}
             loss = rc.loss.get(g or "", {})
             out.append({"run_id": res.run.run_id, "group": g, "deliveries": born.get("deliveries"),
@@ -257,7 +259,7 @@ def render_compare_page(results: Sequence[RunResults], page_dir: Path) -> str:
         phase_names += [p for p in r["phases"] if p not in phase_names]
     diff, identity, same = config_differences(results)
     return environment().get_template("compare.html.j2").render(
-        consumer_rows=compare_consumer_rows(results), generated=_now(), rows=rows, verdict_word=WORD[valid], verdict_css=CSS[valid],
+        phase_rows=phase_rows(results), consumer_rows=compare_consumer_rows(results), generated=_now(), rows=rows, verdict_word=WORD[valid], verdict_css=CSS[valid],
         figures=compare_figures(rows), outcomes=outcomes, phase_names=phase_names, config_diff=diff,
         config_same=same, config_identity=identity,
     )

@@ -107,20 +107,44 @@ def run(args: argparse.Namespace) -> int:
     code = isolate(args.scenario, runs)
     if code is not None:
         return code
-    codes = []
+    codes, dirs = [], []
     try:
         for scenario in runs:
             runner = Runner(scenario, args.out, keep_cluster=args.keep_cluster, analyze=not args.no_report)
             result = runner.run()
             codes.append(result.exit_code)
+            dirs.append(result.run_dir)
             print(f"{scenario.name}: {result.status}, exit {result.exit_code}, {result.run_dir}"
                   + (f" ({result.error})" if result.error else ""), file=sys.stderr)
             runner.hold_kept_cluster()
             if result.status == STATUS_INTERRUPTED:
                 break
+        if len(runs) > 1 and not args.no_report:
+            compare_runs(dirs)
     finally:
         release_netns()
     return combine(codes)
+
+
+def compare_runs(dirs: list) -> None:
+    """A matrix's comparison page, `report-compare-<first run id>/` beside its run directories: `rmq-chaos report`
+    of the runs that have a verdict (their reports are written again, the same). A failure is one line; the runs'
+    own verdicts stand."""
+    import subprocess
+    from pathlib import Path
+
+    from analysis.contract import RunLayout
+
+    analysed = [Path(d) for d in dirs if d is not None and RunLayout(Path(d)).verdict.exists()]
+    if len(analysed) < 2:
+        return
+    out = analysed[0].parent / f"report-compare-{analysed[0].name}"
+    proc = subprocess.run([sys.executable, "-m", "harness.cli", "report", "--no-progress", "--out", str(out),
+                           *map(str, analysed)], check=False, stdout=subprocess.DEVNULL)
+    if (out / "index.html").exists():
+        print(f"comparison of the matrix: {out / 'index.html'}", file=sys.stderr)
+    else:
+        print(f"the matrix's comparison page was not written (report exit {proc.returncode})", file=sys.stderr)
 
 
 def room_for(source: str, runs: list, out: str) -> bool:

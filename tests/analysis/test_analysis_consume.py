@@ -64,6 +64,7 @@ def test_consumer_metrics_on_a_crafted_run(consumed):
     assert verdict["consumers"]["loss"]["fast"]["lost"] == 1
     side_by_side = (compare / "index.html").read_text()
     assert "<h2>Consumers</h2>" in side_by_side and side_by_side.count("<td>consume-run</td>") == 3  # fast, idle, slow
+    assert "<td>pagecache-only</td>" not in side_by_side  # PAGECACHERT alone is no consumer side: no row
     for name in ("consume_per_second", "consume_per_phase", "consumer_lag_per_second"):
         assert pq.read_table(path / "report" / f"{name}.parquet").num_rows > 0
 

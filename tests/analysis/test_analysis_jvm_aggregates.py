@@ -130,3 +130,22 @@ def test_a_phase_of_many_distinct_microseconds(spark):
     for basis in ("intended", "actual"):
         got = rows[True][(basis, stats.LEVEL_PHASE)]
         assert (got["p50"], got["p99"], got["p999"]) == (50.0, 99.0, 99.9)
+
+
+def test_wide_latencies_over_many_partitions(spark):
+    """A real run's spread (12 ms to 140 s) of distinct microseconds in one phase, over 16 partitions: the
+    histograms are merged into tables smaller than themselves (the case MicrosCounts.addAll reserves room for,
+    issue 28). Same figures as the SQL expressions. Its time, at a million, is in benchmarks/analysis_real_shapes.py
+    (--wide)."""
+    from pyspark.sql import functions as F
+
+    from analysis import stats
+
+    n = 200_000
+    spread = F.exp(F.lit(math.log(12.0)) + (F.col("id") * 7919 % n) / F.lit(n) * F.lit(math.log(140_000 / 12)))
+    df = spark.range(n, numPartitions=16).select(
+        F.lit("r").alias("run_id"), F.lit("wide").alias("phase"), F.lit(0).alias("sec"),
+        spread.alias("latency_ms"), (spread / 2).alias("service_ms"))
+    got = {(r["basis"], r["level"], r["phase"]): r.asDict() for r in stats.latency_percentiles(df, True).collect()}
+    want = {(r["basis"], r["level"], r["phase"]): r.asDict() for r in stats.latency_percentiles(df, False).collect()}
+    same(got, want)

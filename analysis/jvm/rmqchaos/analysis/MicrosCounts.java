@@ -42,7 +42,14 @@ public class MicrosCounts implements Serializable {
         return (int) ((key * MIX) >>> (Long.numberOfLeadingZeros(keys.length) + 1));
     }
 
+    /**
+     * Adds another map's counts. This map is first made at least as large as the other: its slots are visited in
+     * order, and the same hash sends the keys of consecutive slots of a larger table to the same few slots of a
+     * smaller one, where they would pile up into probe chains thousands of slots long (a merge that took minutes on
+     * a million distinct microseconds). In a table at least as large, they land spread out as they were.
+     */
     void addAll(MicrosCounts o) {
+        reserve(Math.max(size + o.size, o.keys.length / 2));
         for (int i = 0; i < o.keys.length; i++) {
             if (o.counts[i] != 0) {
                 add(o.keys[i], o.counts[i]);
@@ -51,10 +58,25 @@ public class MicrosCounts implements Serializable {
     }
 
     private void grow() {
+        resize(keys.length * 2);
+    }
+
+    /** Room for `n` keys without growing (the table at most half full). */
+    private void reserve(int n) {
+        int length = keys.length;
+        while (length < 2 * n) {
+            length *= 2;
+        }
+        if (length > keys.length) {
+            resize(length);
+        }
+    }
+
+    private void resize(int length) {
         long[] k = keys;
         long[] c = counts;
-        keys = new long[k.length * 2];
-        counts = new long[k.length * 2];
+        keys = new long[length];
+        counts = new long[length];
         size = 0;
         for (int i = 0; i < k.length; i++) {
             if (c[i] != 0) {
