@@ -25,6 +25,7 @@ def _partition_held(run_dir: Path) -> None:
     assert {(e["action"], e["status"]) for e in ev} >= {("apply", "ok"), ("verify", "ok"), ("revert", "ok")}, ev
 
 
+@pytest.mark.long
 @pytest.mark.timeout(RUN_TIMEOUT_S + 300)
 @pytest.mark.parametrize("scenario", [
     "master-slave-partition.yaml",
