@@ -46,8 +46,8 @@ def main() -> None:
                    "RMQ_CHAOS_KNOWN_HOSTS": str(known)}
             cli = [sys.executable, "-m", "harness.cli"]
             started = time.monotonic()
-            run = subprocess.run(hosts.parent_argv([*cli, "run", str(scenario), "--out", str(out), "--hosts",
-                                                    str(inventory), *extra]), env=env, cwd=REPO)
+            run = subprocess.run(hosts.parent_argv([*cli, "run", str(scenario), "--out", str(out), "--backend", "ssh",
+                                                    "--hosts", str(inventory), *extra]), env=env, cwd=REPO)
             print(f"on_netns_hosts: exit {run.returncode} after {time.monotonic() - started:.0f} s")
             cleanup = subprocess.run(hosts.parent_argv([*cli, "cleanup", "--hosts", str(inventory)]), env=env,
                                      cwd=REPO)
