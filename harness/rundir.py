@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 
 from analysis.contract import RunLayout, append_event, make_event, os_error_words
+from harness import run_ids
 from harness.scenario import Scenario
 
 RUN_ID_TIME = "%Y%m%dT%H%M%SZ"
@@ -48,17 +49,20 @@ class RunDir:
 
     @classmethod
     def create(cls, out_dir: str | os.PathLike[str], scenario: Scenario, run_id: str | None = None) -> RunDir:
-        """Make `<out_dir>/<run-id>/` (run id: UTC time and scenario name, made unique) and write scenario.yaml."""
+        """Make `<out_dir>/<run-id>/` (run id: UTC time and scenario name, made unique on this machine: `harness.run_ids`) and write scenario.yaml."""
         base = Path(out_dir)
         base.mkdir(parents=True, exist_ok=True)
         stem = run_id or RUN_ID_UNSAFE.sub(
             "_", f"{time.strftime(RUN_ID_TIME, time.gmtime())}-{scenario.name}")[:MAX_RUN_ID]
         for n in range(1, 1000):
             name = stem if n == 1 else f"{stem}-{n}"
+            if not run_ids.claim(name):
+                continue
             try:
                 (base / name).mkdir()
                 break
             except FileExistsError:
+                run_ids.release(name)
                 continue
         else:
             raise FileExistsError(f"{base}: no free run directory name for {stem}")

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness import run_ids
 from harness.faultdriver import FaultDriver
 from harness.progress import RunProgress
 from harness.readback import describe, incomplete_queues
@@ -130,6 +131,7 @@ class Runner:
         finally:
             for s, h in previous.items():
                 signal.signal(s, h)
+            run_ids.release(rd.run_id)  # the cluster is down (a kept one keeps its cgroups, which hold the name)
         rd.event("run_end", run_id=rd.run_id, scenario=self.scenario.name, status=status, error=error)
         code = self._analysis(rd, status)
         return RunResult(rd.root, status, error, code)

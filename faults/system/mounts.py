@@ -67,8 +67,11 @@ def loop_devices_for(image: str) -> list[str]:
     real = os.path.realpath(image)
     found = []
     for path in glob.glob("/sys/block/loop*/loop/backing_file"):
-        with open(path, encoding="utf-8") as f:
-            backing = f.read().strip()
+        try:
+            with open(path, encoding="utf-8") as f:
+                backing = f.read().strip()
+        except FileNotFoundError:  # detached (by another process) between the listing and the read
+            continue
         if backing.removesuffix(" (deleted)") == real:
             found.append("/dev/" + path.split("/")[3])
     return sorted(found)
@@ -83,7 +86,12 @@ def loop_detach(device: str) -> bool:
     """Detach a loop device; False when it was not attached."""
     if loop_backing_file(device) is None:
         return False
-    run_tool(["losetup", "--detach", device])
+    try:
+        run_tool(["losetup", "--detach", device])
+    except ToolError:
+        if loop_backing_file(device) is None:  # another process detached it in between: detached is detached
+            return False
+        raise
     return True
 
 

@@ -4,6 +4,7 @@ records whole (every send a row, fetched from the load host), and nothing left o
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from runsupport import events, rows, run_dir_of
 pytestmark = [pytest.mark.root, pytest.mark.spark]
 REPO = Path(__file__).resolve().parents[2]
 RUN_TIMEOUT_S = 600
+FULL = os.environ.get("RMQ_CHAOS_FULL_TESTS") == "1"
 
 
 def run_on_hosts(cluster, scenario: str, tmp_path: Path) -> tuple[int, Path, str]:
@@ -51,7 +53,12 @@ def assert_hosts_used(run_dir: Path) -> None:
 
 
 @pytest.mark.long
-@pytest.mark.parametrize("scenario", ["slave-readonly-default.yaml", "slave-readonly-fallbehind-1m.yaml"])
+@pytest.mark.parametrize("scenario", [
+    "slave-readonly-default.yaml",
+    pytest.param("slave-readonly-fallbehind-1m.yaml", marks=pytest.mark.skipif(
+        not FULL, reason="~130 s: the same ssh path as the default run's seed; tests/harness/test_seed_pair.py runs "
+                         "this scenario locally; RMQ_CHAOS_FULL_TESTS=1")),
+])
 def test_the_seed_pair_holds_on_hosts(cluster, scenario: str, tmp_path: Path) -> None:
     code, run_dir, err = run_on_hosts(cluster, scenario, tmp_path)
     assert code == 0, err[-3000:]
