@@ -4,7 +4,8 @@ schedule).
 
 A phase was not delivered when:
 - the load dropped slots in it (`schedule/` parts, reason `late`: sends not started within the load's max lag of
-  their intended time: the load could not keep its schedule);
+  their intended time: the load could not keep its schedule), unless the phase ran a sustainable-rate search: that
+  asks for more than the cluster takes on purpose and judges each step's backlog itself (analysis.search);
 - it ran (a `phase_start`) with a load running and not a single request row carries its name;
 - the harness failed (`harness_failed`: a recorder that could not write, a load process that died) while it ran or
   within `FLUSH_GRACE_S` after it ended (rows of it may still have been waiting to be written);
@@ -80,7 +81,7 @@ def delivery(run, phase_rows: dict[str, int]) -> Delivery:
     for ph in timeline.phases:
         if not ph.ended:
             d.gaps[ph.name] = f"phase {ph.name!r} did not finish (the run was {timeline.status})"
-        elif drops.get(ph.name):
+        elif drops.get(ph.name) and ph.name not in timeline.searched:  # a search's drops are its backlog
             d.gaps[ph.name] = (f"the load did not keep its schedule in phase {ph.name!r}: {drops[ph.name]} sends "
                                "dropped (not started within the load's max_lag of their intended time)")
         elif run.open_load and phase_rows.get(ph.name, 0) == 0 and (ph.seconds or 0) > 0:

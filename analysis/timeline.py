@@ -82,6 +82,7 @@ class Timeline:
     readback_nodes: list[str] | None = None
     error: str | None = None
     failures: list[dict[str, Any]] = field(default_factory=list)  # harness_failed events (part, error, wall_ns, ...)
+    searched: list[str] = field(default_factory=list)  # phases with a sustainable-rate search (`search_start`)
 
     @property
     def t0_ns(self) -> int | None:
@@ -125,6 +126,8 @@ def build_timeline(events: Iterable[Mapping[str, Any]]) -> Timeline:
             tl.run_end_ns = wall
             tl.status = ev.get("status") if ev.get("status") in c.RUN_END_STATUSES else "unknown"
             tl.error = ev.get("error")
+        elif name == "search_start" and isinstance(ev.get("phase"), str):
+            tl.searched.append(ev["phase"])
         elif name == c.EVENT_LOAD_START:
             tl.load_start_ns = wall if tl.load_start_ns is None else tl.load_start_ns
         elif name == c.EVENT_LOAD_STOP:

@@ -252,12 +252,19 @@ class Runner:
             def tick(w=w) -> None:
                 now = clock.now()
                 stats = _stats(stage.load)
-                self._warn_schedule(w.name, stats, progress)
+                if w.search is None:  # a search's steps say how far the load got behind
+                    self._warn_schedule(w.name, stats, progress)
                 progress.update(phase=w.name, index=w.index, phases=len(windows), phase_left_s=w.end_s - now,
                                 run_left_s=total - now, stats=stats, faults=driver.active_ids,
                                 consumers=stage.consumers.stats() if stage.consumers is not None else None)
 
-            clock.wait_until(w.end_s, self._stop, tick)
+            if w.search is not None:
+                from harness.search.phase import run_search
+
+                run_search(w, clock=clock, load=stage.load, rd=rd, stop=self._stop, tick=tick, say=progress.step,
+                           lag=lambda: _largest_lag(stage))
+            else:
+                clock.wait_until(w.end_s, self._stop, tick)
             self._watch.check()
             if any(f.revert == "phase_end" for f in w.faults):
                 progress.step(f"{w.name}: reverting {', '.join(f.id or f.kind for f in w.faults)}")
@@ -422,6 +429,14 @@ def _one_line_error(err: BaseException) -> bool:
     from faults.errors import FaultError
 
     return isinstance(err, FaultError)
+
+
+def _largest_lag(stage: _Stage) -> int | None:
+    """The consumer groups' largest lag at the lag collector's last answer (None without consumers)."""
+    if stage.consumers is None:
+        return None
+    lags = [g["lag"] for g in stage.consumers.stats().values() if g.get("lag") is not None]
+    return max(lags) if lags else None
 
 
 def _stats(load: Any) -> dict[str, Any] | None:

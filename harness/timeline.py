@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from harness.scenario import FaultSpec, Scenario
+from harness.scenario.search import SearchSpec
 
 TICK_S = 0.25
 
@@ -23,6 +24,8 @@ class PhaseWindow:
     end_s: float
     rate: float | None
     faults: list[FaultSpec] = field(default_factory=list)
+    search: SearchSpec | None = None
+    """the phase's sustainable-rate search; `rate` is then its first step's"""
 
     @property
     def duration_s(self) -> float:
@@ -35,7 +38,9 @@ def build_timeline(scenario: Scenario) -> list[PhaseWindow]:
     rate = scenario.load.rate
     for i, p in enumerate(scenario.phases):
         rate = p.rate if p.rate is not None else scenario.load.rate
-        out.append(PhaseWindow(i, p.name, t, t + p.duration, rate, list(p.faults)))
+        if p.search is not None and p.search.start is not None:
+            rate = p.search.start
+        out.append(PhaseWindow(i, p.name, t, t + p.duration, rate, list(p.faults), p.search))
         t += p.duration
     return out
 

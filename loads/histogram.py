@@ -45,6 +45,12 @@ class LogHistogram:
         self.max_ms = max(self.max_ms, other.max_ms)
         return self
 
+    def minus(self, earlier: LogHistogram) -> LogHistogram:
+        """The values added since `earlier` (a snapshot of the same running histogram). The maximum is the running
+        one: an upper bound of the difference's."""
+        counts = {k: v - earlier.counts.get(k, 0) for k, v in self.counts.items()}
+        return LogHistogram({k: v for k, v in counts.items() if v > 0}, self.max_ms)
+
     def quantile(self, q: float) -> float | None:
         """The value (ms) at quantile `q`, as the upper edge of its bucket (capped at the maximum seen)."""
         total = self.total

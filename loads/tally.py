@@ -80,6 +80,9 @@ class LoadStats:
     failure: str | None = None
     """why the load stopped sending on its own (its rows could not be written), else None"""
     window_s: float = WINDOW_S
+    latency_total: dict[str, Any] | None = None
+    """every completed send's latency so far (`LogHistogram.to_json`): a step's percentile is the difference of two
+    snapshots (the rate search)"""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -98,6 +101,7 @@ class Tally:
         self.started_ns = time.time_ns()
         self.outcomes: dict[str, int] = {}
         self.completed = 0
+        self.latency_total = LogHistogram()
         self._recent: deque[BatchSummary] = deque()
         self._latest: dict[str, BatchSummary] = {}
 
@@ -105,6 +109,7 @@ class Tally:
         for word, n in batch.outcomes.items():
             self.outcomes[word] = self.outcomes.get(word, 0) + n
         self.completed += batch.rows
+        self.latency_total.merge(batch.latency)
         self._recent.append(batch)
         prev = self._latest.get(batch.worker)
         if prev is None or batch.t_ns >= prev.t_ns:
@@ -145,5 +150,6 @@ class Tally:
             lag_ms=max((b.lag_ms for b in latest), default=0.0),
             spares=sum(b.spares for b in latest),
             window_s=self.window_ns / NS_PER_S,
+            latency_total=self.latency_total.to_json(),
             **extra,
         )

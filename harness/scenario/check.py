@@ -31,6 +31,7 @@ def check_scenario(scenario: Scenario, marks: Marks) -> None:
                                           "consumers, or cluster.mode master_slave")
     _check_clients(scenario, marks)
     _check_load(scenario, marks)
+    _check_search(scenario, marks)
     lint_scenario(scenario, marks)
     _check_store(scenario, marks)
     _check_hosts(scenario, marks)
@@ -96,6 +97,24 @@ def _check_load(scenario: Scenario, marks: Marks) -> None:
     except SpecError as err:
         problem = str(err).split(": load: ", 1)[-1]
         raise marks.error(("load",), f"the load generator refuses it: {problem}") from None
+
+
+def _check_search(scenario: Scenario, marks: Marks) -> None:
+    """A search moves `load.rate`, the total of the open-model clients that take a share of it."""
+    for i, phase in enumerate(scenario.phases):
+        if phase.search is None:
+            continue
+        path: tuple[str | int, ...] = ("phases", scenario.source_phase(i), "search")
+        if scenario.load.rate is None:
+            raise marks.error(path, "a search moves load.rate, and the load has none; allowed: load.model open "
+                                    "with load.rate (clients with a share of it, not their own rate)")
+        own = [c.name for c in scenario.load.clients if c.rate is not None]
+        if own:
+            raise marks.error(path, f"client {own[0]!r} has its own rate, which a search cannot move; allowed: "
+                                    "clients with a share of load.rate")
+        if phase.search.bounds.lag_max is not None and not scenario.consumers.groups:
+            raise marks.error(path + ("bounds", "lag_max"), "bounds a consumer lag and the scenario has no consumer "
+                                                            "groups; allowed: consumers, or no lag_max")
 
 
 def _check_hosts(scenario: Scenario, marks: Marks) -> None:

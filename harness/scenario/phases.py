@@ -10,6 +10,7 @@ from analysis.expectations import Expectation
 from harness.scenario.cluster import NODE_NAMES
 from harness.scenario.consumers import is_consumer_target
 from harness.scenario.schema import Duration, Name, Strict, at
+from harness.scenario.search import SearchSpec
 from harness.scenario.workload import MAX_RATE
 
 WARMUP_PHASE = "warmup"
@@ -55,6 +56,8 @@ class PhaseSpec(Strict):
     rate: float | None = Field(default=None, gt=0, le=MAX_RATE,
                                description="open model: the load's total sends/s in this phase")
     faults: list[FaultSpec] = Field(default=[], max_length=MAX_FAULTS_PER_PHASE)
+    search: SearchSpec | None = Field(default=None, description="open model: move the rate step by step to find "
+                                                                "the highest one held within bounds")
     expect: list[Expectation] = Field(default=[], max_length=MAX_EXPECTATIONS,
                                       description="expectations of this phase (phase filled in)")
 
@@ -76,6 +79,10 @@ class PhaseSpec(Strict):
         if self.duration_s is not None and abs(self.duration_s - self.duration) > 1e-6:
             raise at(("duration_s",), f"{self.duration_s} disagrees with duration {self.duration:g}s")
         self.duration_s = self.duration
+        if self.search is not None and self.duration < self.search.step * self.search.hold:
+            raise at(("search", "hold"), f"{self.search.hold} steps of {self.search.step:g}s do not fit in the "
+                                         f"phase's {self.duration:g}s; allowed: a longer phase, or fewer or shorter "
+                                         "steps")
         return self
 
 

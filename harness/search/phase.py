@@ -1,0 +1,78 @@
+"""One phase's sustainable-rate search run against the live load: every `step` seconds the step's figures are taken
+from the load's running totals (sends started, rows, outcomes, the latency histogram; the consumer lag when there
+are consumers), the controller picks the next rate, the load is told, and a `search_step` event records it all.
+These live figures only steer; the report recomputes every step from the request rows (analysis.search)."""
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from harness.search.controller import RateSearch, StepFigures
+from harness.timeline import Clock, PhaseWindow
+from loads.histogram import LogHistogram
+
+SEND_OK = "SEND_OK"
+
+
+def run_search(w: PhaseWindow, *, clock: Clock, load: Any, rd: Any, stop: threading.Event,
+               tick: Callable[[], None], say: Callable[[str], None],
+               lag: Callable[[], int | None] = lambda: None) -> float | None:
+    """Steps through the phase from its start (the load already runs at `w.rate`) until no whole step is left, then
+    waits out the phase. Returns the live answer (None: no `hold` steps in a row were within bounds)."""
+    spec = w.search
+    assert spec is not None and w.rate is not None
+    search = RateSearch(spec, w.rate)
+    rd.event("search_start", phase=w.name, start_rate=w.rate, step_s=spec.step, hold=spec.hold, factor=spec.factor,
+             max_rate=spec.max_rate, bounds=spec.bounds.model_dump())
+    before, start_ns, t = load.stats(), time.time_ns(), w.start_s
+    n = 0
+    while t + spec.step <= w.end_s + 1e-9:
+        if not clock.wait_until(t + spec.step, stop, tick):
+            break
+        end_ns, after = time.time_ns(), load.stats()
+        figures = step_figures(before, after, search.rate, (end_ns - start_ns) / 1e9, lag())
+        decision = search.step_done(figures)
+        n += 1
+        rd.event("search_step", phase=w.name, step=n, rate=round(figures.rate, 3), start_ns=start_ns, end_ns=end_ns,
+                 live={"achieved": round(figures.achieved, 3), "p99_ms": figures.p99_ms,
+                       "error_share": figures.error_share, "backlog": figures.backlog, "lag_max": figures.lag_max},
+                 within=decision.within, exceeded=decision.exceeded, next_rate=round(decision.next_rate, 3))
+        say(f"{w.name}: step {n} at {figures.rate:.0f}/s: {describe(figures)}: "
+            + ("within bounds" if decision.within else f"past {', '.join(decision.exceeded)}")
+            + f"; next {decision.next_rate:.0f}/s")
+        t += spec.step
+        if t + spec.step <= w.end_s + 1e-9:
+            load.set_phase(w.name, decision.next_rate, at_ns=end_ns)
+        before, start_ns = after, end_ns
+    found = search.sustainable()
+    rd.event("search_end", phase=w.name, steps=n, sustainable_rate=None if found is None else round(found, 3),
+             hold=spec.hold)
+    say(f"{w.name}: highest rate held {spec.hold} steps in a row within bounds (live): "
+        + (f"{found:.0f}/s" if found is not None else "none"))
+    clock.wait_until(w.end_s, stop, tick)
+    return found
+
+
+def step_figures(before: dict[str, Any], after: dict[str, Any], rate: float, seconds: float,
+                 lag_max: int | None = None) -> StepFigures:
+    """A step's figures from two snapshots of the load's running totals (`loads.tally.LoadStats` as JSON)."""
+    fired = (after.get("fired") or 0) - (before.get("fired") or 0)
+    completed = (after.get("completed") or 0) - (before.get("completed") or 0)
+    ok = ((after.get("outcomes") or {}).get(SEND_OK, 0) - (before.get("outcomes") or {}).get(SEND_OK, 0))
+    latency = _histogram(after).minus(_histogram(before))
+    return StepFigures(rate=rate, achieved=fired / seconds if seconds > 0 else 0.0, completed=completed,
+                       p99_ms=latency.quantile(0.99), error_share=(completed - ok) / completed if completed else None,
+                       backlog=max(0, round(rate * seconds) - fired), lag_max=lag_max)
+
+
+def describe(f: StepFigures) -> str:
+    p99 = f"{f.p99_ms:.0f} ms" if f.p99_ms is not None else "-"
+    errors = f"{100 * f.error_share:.1f} %" if f.error_share is not None else "-"
+    return f"achieved {f.achieved:.0f}/s, p99 {p99}, errors {errors}, backlog {f.backlog}"
+
+
+def _histogram(stats: dict[str, Any]) -> LogHistogram:
+    doc = stats.get("latency_total")
+    return LogHistogram.from_json(doc) if doc else LogHistogram()

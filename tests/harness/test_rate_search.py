@@ -1,0 +1,109 @@
+"""The rate controller of the sustainable-rate search (harness.search.controller) against a simulated cluster of a
+known capacity, the step figures taken from two snapshots of the load's totals, and the `search:` section's
+checks."""
+from __future__ import annotations
+
+import pytest
+
+from harness.scenario import Scenario, SourceError, load_scenario_text
+from harness.scenario.search import SearchSpec
+from harness.search.controller import RateSearch, StepFigures
+from harness.search.phase import step_figures
+from loads.histogram import LogHistogram
+
+
+def simulate(spec: SearchSpec, start: float, capacity: float, steps: int) -> RateSearch:
+    """A cluster that starts every send up to `capacity`/s; above it the schedule falls behind and p99 soars."""
+    search = RateSearch(spec, start)
+    for _ in range(steps):
+        rate = search.rate
+        achieved = min(rate, capacity)
+        seconds = spec.step
+        search.step_done(StepFigures(rate=rate, achieved=achieved, completed=int(achieved * seconds),
+                                     p99_ms=20.0 if rate <= capacity else 5000.0, error_share=0.0,
+                                     backlog=max(0, round((rate - achieved) * seconds))))
+    return search
+
+
+@pytest.mark.parametrize("capacity", [150.0, 900.0, 4321.0])
+def test_the_search_settles_below_the_capacity_and_holds_it(capacity: float) -> None:
+    spec = SearchSpec(start=100, step="5s", hold=3, bounds={"p99_ms": 200})
+    search = simulate(spec, 100, capacity, 40)
+    found = search.sustainable()
+    assert found is not None
+    assert 0.8 * capacity <= found <= capacity, (found, [round(f.rate) for f, _ in search.steps])
+
+
+def test_within_bounds_the_rate_doubles_then_a_bound_cuts_it_and_halves_the_factor() -> None:
+    spec = SearchSpec(start=100, step="5s", hold=2, bounds={"p99_ms": 200})
+    search = RateSearch(spec, 100)
+    ok = StepFigures(rate=100, achieved=100, completed=500, p99_ms=10, error_share=0.0, backlog=0)
+    assert search.step_done(ok).next_rate == 200
+    slow = StepFigures(rate=200, achieved=180, completed=900, p99_ms=900, error_share=0.0, backlog=100)
+    decision = search.step_done(slow)
+    assert not decision.within and decision.exceeded == ["p99_ms"]
+    assert search.factor == 0.5 and decision.next_rate == pytest.approx(180 / 1.5)
+    again = StepFigures(rate=120, achieved=120, completed=600, p99_ms=10, error_share=0.0, backlog=0)
+    assert search.step_done(again).next_rate == pytest.approx(160), "halfway to the rate that failed, not above it"
+
+
+def test_no_hold_steps_in_a_row_means_no_answer() -> None:
+    spec = SearchSpec(start=100, step="5s", hold=3, bounds={"error_share": 0.01})
+    search = RateSearch(spec, 100)
+    for share in (0.0, 0.5, 0.0, 0.5):
+        search.step_done(StepFigures(rate=search.rate, achieved=search.rate, completed=100, p99_ms=1.0,
+                                     error_share=share, backlog=0))
+    assert search.sustainable() is None
+
+
+def test_nothing_completed_is_never_within_and_max_rate_caps() -> None:
+    spec = SearchSpec(start=100, step="2s", hold=1, max_rate=150)
+    search = RateSearch(spec, 100)
+    d = search.step_done(StepFigures(rate=100, achieved=100, completed=0, p99_ms=None, error_share=None, backlog=0))
+    assert d.exceeded == ["nothing_completed"]
+    d = search.step_done(StepFigures(rate=search.rate, achieved=search.rate, completed=5, p99_ms=1, error_share=0,
+                                     backlog=0))
+    assert d.within and d.next_rate <= 150
+
+
+def test_step_figures_come_from_two_snapshots_of_the_totals() -> None:
+    early = LogHistogram.of([1.0] * 100)
+    late = LogHistogram.of([1.0] * 100 + [400.0] * 10 + [2.0] * 90)
+    before = {"fired": 100, "completed": 100, "outcomes": {"SEND_OK": 100}, "latency_total": early.to_json()}
+    after = {"fired": 300, "completed": 300, "outcomes": {"SEND_OK": 290, "MQClientException": 10},
+             "latency_total": late.to_json()}
+    f = step_figures(before, after, rate=250, seconds=1.0)
+    assert f.achieved == 200 and f.completed == 200 and f.backlog == 50
+    assert f.error_share == pytest.approx(0.05)
+    assert 395 <= f.p99_ms <= 405, "the p99 of the step's 200 sends only (10 of them at 400 ms)"
+
+
+BASE = {"name": "s", "load": {"model": "open", "rate": 100, "clients": [{"name": "flood", "users": 4}]}}
+
+
+def _phases(search: dict, duration: str = "30s") -> dict:
+    return {**BASE, "phases": [{"name": "find", "duration": duration, "search": search}]}
+
+
+@pytest.mark.parametrize(("data", "words"), [
+    (_phases({"step": "10s", "hold": 4}), "4 steps of 10s do not fit"),
+    (_phases({"step": "500ms"}), "shorter than the load's figures come"),
+    (_phases({"bounds": {"p99": 10}}), "allowed: p99_ms, error_share, backlog, lag_max"),
+    (_phases({"start": 500, "max_rate": 200}), "above max_rate"),
+])
+def test_a_search_that_cannot_work_is_refused_at_its_key(data: dict, words: str) -> None:
+    with pytest.raises(ValueError, match=words):
+        Scenario.model_validate(data)
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ("load: {model: open, rate: 50, clients: [{name: flood, users: 4, rate: 50}]}\n", "client .flood. has its own rate"),
+    ("load: {model: open, clients: [{name: flood, users: 4, rate: 50}]}\n", "the load has none"),
+    ("load: {model: open, rate: 50, clients: [{name: flood, users: 4}]}\n", "allowed: consumers, or no lag_max"),
+])
+def test_a_search_the_load_cannot_do_is_refused_with_its_line(text: str, words: str) -> None:
+    scenario = ("name: s\n" + text + "phases:\n  - name: find\n    duration: 30s\n"
+                "    search: {step: 5s, bounds: {lag_max: 100}}\n")
+    with pytest.raises(SourceError, match=words) as err:
+        load_scenario_text("s.yaml", scenario)
+    assert str(err.value).startswith("s.yaml:6: phases[0].search")
