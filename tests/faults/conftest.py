@@ -19,6 +19,7 @@ from faults.cleanup import cleanup
 from faults.journal import Journal
 from faults.leftovers import scan_leftovers
 from faults.system import mounts
+from faults.system.procs import ProcId
 
 TEST_ROOT = Path("/tmp/rmq-chaos-tests")
 
@@ -39,12 +40,27 @@ def _remove_base(base: Path) -> None:
         shutil.rmtree(base, ignore_errors=True)
 
 
+OWNER_FILE = "owner"
+"""`<pid> <start time>` of the test process a base dir belongs to."""
+
+
+def _owner_alive(base: Path) -> bool:
+    try:
+        pid, start = (base / OWNER_FILE).read_text().split()
+    except (OSError, ValueError):
+        return False
+    return ProcId(int(pid), int(start)).exists()
+
+
 @pytest.fixture(scope="session", autouse=True)
 def reap_dead_test_runs():
-    """Clean up what killed test sessions left in /tmp/rmq-chaos-tests (their owners are dead)."""
+    """Clean up what killed test sessions left in /tmp/rmq-chaos-tests: only base dirs whose test process is dead
+    (another xdist worker's test may be between a fault's crash and its own cleanup, its fault orphaned on purpose)."""
     if os.geteuid() == 0 and TEST_ROOT.is_dir():
         for base in TEST_ROOT.iterdir():
             state = base / "state"
+            if _owner_alive(base):
+                continue
             if state.is_dir() and cleanup(state).ok and not Journal(state).open_entries():
                 _remove_base(base)
     yield
@@ -54,6 +70,9 @@ def reap_dead_test_runs():
 def base_dir() -> Path:
     d = TEST_ROOT / uuid.uuid4().hex[:12]
     d.mkdir(parents=True)
+    me = ProcId.of(os.getpid())
+    assert me is not None
+    (d / OWNER_FILE).write_text(f"{me.pid} {me.start}\n")
     return d
 
 
