@@ -1,8 +1,15 @@
-"""The rate controller of a sustainable-rate search, after OpenMessaging Benchmark's RateController: a step within
-its bounds raises the rate by rate x factor and doubles the factor (up to the spec's `factor`); a step past a bound
-halves the factor (down to 0.01) and cuts the rate to what was achieved. OMB judges only its two backlogs; here a
-latency, error or lag bound can be exceeded at a rate the load did achieve, so the cut also divides by 1 + factor:
-the rate always goes down after a bound is exceeded. Pure: figures in, the next rate out."""
+"""The rate controller of a sustainable-rate search, after OpenMessaging Benchmark's RateController: while no step
+has gone past a bound, a step within its bounds raises the rate by rate x factor and doubles the factor (up to the
+spec's `factor`), and a step past a bound halves the factor (down to 0.01) and cuts the rate to what was achieved.
+OMB's rule alone never settles (it swings between about 0.7 and 1.3 times the capacity for ever) and judges only its
+backlogs, so once a bound has been passed the search brackets the answer: the highest rate within bounds is the
+floor, the lowest rate past one the ceiling, and the next rate is halfway between (never above what was achieved);
+when they are within 5 % the rate stays at the floor, so `hold` steps in a row can be within bounds; once they are,
+the ceiling is dropped and the search probes above again (a ceiling may have been the hangover of an earlier
+overload, or the cluster got better). A step past a
+bound at or below the floor (the floor was luck, or the cluster got worse) drops the floor and halves the rate; no
+cut goes below half the rate (a stalled step achieves about nothing, and OMB's cut to it would restart from 1/s).
+Pure: figures in, the next rate out."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -10,6 +17,10 @@ from dataclasses import dataclass, field
 from harness.scenario.search import MIN_FACTOR, SearchSpec
 
 MIN_RATE = 1.0
+SETTLED = 0.05
+"""The bracket is closed when the ceiling is within this share above the floor."""
+PROBE_FACTOR = 2 * SETTLED
+"""The ramping factor a probe above a held answer starts from (then doubled while within bounds, as OMB does)."""
 
 
 @dataclass(frozen=True)
@@ -19,7 +30,7 @@ class StepFigures:
     rate: float
     """target sends/s of the step"""
     achieved: float
-    """sends started per second"""
+    """sends/s the schedule was kept at: the rate less the backlog per second"""
     completed: int
     p99_ms: float | None
     error_share: float | None
@@ -40,6 +51,7 @@ class RateSearch:
     rate: float
     factor: float = 0.0
     ceiling: float | None = None
+    floor: float | None = None
     steps: list[tuple[StepFigures, bool]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -63,23 +75,49 @@ class RateSearch:
 
     def step_done(self, f: StepFigures) -> Decision:
         over = self.exceeded(f)
+        achieved = min(f.achieved, f.rate)
         if over:
             self.factor = max(MIN_FACTOR, self.factor / 2)
-            self.ceiling = f.rate if self.ceiling is None else min(self.ceiling, f.rate)
-            nxt = min(f.achieved, f.rate) / (1 + self.factor)
+            if self.floor is not None and f.rate <= self.floor:
+                self.floor = None  # failed where it once held: start the bracket again from below
+            limit = f.rate
+            if "backlog" in over and achieved < f.rate:  # it did this much and no more: the limit is near it
+                limit = min(limit, achieved * (1 + SETTLED))
+            self.ceiling = limit if self.ceiling is None else min(self.ceiling, limit)
+            if self.floor is None:
+                nxt = achieved if "backlog" in over and achieved < f.rate else f.rate / 2
+            else:
+                nxt = min(achieved, (self.floor + f.rate) / 2)
+            nxt = max(nxt, f.rate / 2)  # a stall achieves ~0: a cut to it would take the search to 1/s
         else:
             self.factor = min(self.spec.factor, self.factor * 2)
-            nxt = f.rate * (1 + self.factor)
+            self.floor = f.rate if self.floor is None else max(self.floor, f.rate)
             if self.ceiling is not None and f.rate >= self.ceiling:
                 self.ceiling = None  # held where it once failed: that failure was not the limit
-            if self.ceiling is not None and nxt >= self.ceiling:
-                nxt = max(f.rate, (f.rate + self.ceiling) / 2)
+            if self.ceiling is not None and self._held() + 1 >= self.spec.hold:
+                self.ceiling = None  # the answer so far is held: probe above it (the ceiling may have been a hangover)
+                self.factor = PROBE_FACTOR  # gently: an overload's hangover spoils the steps after it
+            if self.ceiling is None:
+                nxt = f.rate * (1 + self.factor)
+            elif self.ceiling <= self.floor * (1 + SETTLED):
+                nxt = self.floor
+            else:
+                nxt = (self.floor + self.ceiling) / 2
         if self.spec.max_rate is not None:
             nxt = min(nxt, self.spec.max_rate)
         nxt = max(MIN_RATE, nxt)
         self.steps.append((f, not over))
         self.rate = nxt
         return Decision(not over, over, nxt)
+
+    def _held(self) -> int:
+        """Steps within bounds at the end of the list so far."""
+        n = 0
+        for _, ok in reversed(self.steps):
+            if not ok:
+                break
+            n += 1
+        return n
 
     def sustainable(self) -> float | None:
         """The highest, over every `hold` consecutive steps all within bounds, of the lowest achieved rate among

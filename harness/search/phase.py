@@ -1,6 +1,6 @@
 """One phase's sustainable-rate search run against the live load: every `step` seconds the step's figures are taken
-from the load's running totals (sends started, rows, outcomes, the latency histogram; the consumer lag when there
-are consumers), the controller picks the next rate, the load is told, and a `search_step` event records it all.
+from the load's running totals (rows, outcomes, dropped and owed slots, the latency histogram; the consumer lag when
+there are consumers; after a step past a bound, only over the next step's last 60 %), the controller picks the next rate, the load is told, and a `search_step` event records it all.
 These live figures only steer; the report recomputes every step from the request rows (analysis.search)."""
 from __future__ import annotations
 
@@ -14,6 +14,9 @@ from harness.timeline import Clock, PhaseWindow
 from loads.histogram import LogHistogram
 
 SEND_OK = "SEND_OK"
+SETTLE_SHARE = 0.4
+"""After a step past a bound, the first 40 % of the next step is not judged: the sends owed and queued by the
+overload (up to the load's max_lag, and the broker's queue) would count against the new, lower rate."""
 
 
 def run_search(w: PhaseWindow, *, clock: Clock, load: Any, rd: Any, stop: threading.Event,
@@ -26,9 +29,13 @@ def run_search(w: PhaseWindow, *, clock: Clock, load: Any, rd: Any, stop: thread
     search = RateSearch(spec, w.rate)
     rd.event("search_start", phase=w.name, start_rate=w.rate, step_s=spec.step, hold=spec.hold, factor=spec.factor,
              max_rate=spec.max_rate, bounds=spec.bounds.model_dump())
-    before, start_ns, t = load.stats(), time.time_ns(), w.start_s
-    n = 0
+    before, start_ns, rate_ns, t = load.stats(), time.time_ns(), time.time_ns(), w.start_s
+    n, settle = 0, False
     while t + spec.step <= w.end_s + 1e-9:
+        if settle:  # after a step past a bound: judge only once what it left behind has cleared
+            if not clock.wait_until(t + spec.step * SETTLE_SHARE, stop, tick):
+                break
+            before, start_ns = load.stats(), time.time_ns()
         if not clock.wait_until(t + spec.step, stop, tick):
             break
         end_ns, after = time.time_ns(), load.stats()
@@ -36,6 +43,7 @@ def run_search(w: PhaseWindow, *, clock: Clock, load: Any, rd: Any, stop: thread
         decision = search.step_done(figures)
         n += 1
         rd.event("search_step", phase=w.name, step=n, rate=round(figures.rate, 3), start_ns=start_ns, end_ns=end_ns,
+                 rate_ns=rate_ns,
                  live={"achieved": round(figures.achieved, 3), "p99_ms": figures.p99_ms,
                        "error_share": figures.error_share, "backlog": figures.backlog, "lag_max": figures.lag_max},
                  within=decision.within, exceeded=decision.exceeded, next_rate=round(decision.next_rate, 3))
@@ -45,7 +53,7 @@ def run_search(w: PhaseWindow, *, clock: Clock, load: Any, rd: Any, stop: thread
         t += spec.step
         if t + spec.step <= w.end_s + 1e-9:
             load.set_phase(w.name, decision.next_rate, at_ns=end_ns)
-        before, start_ns = after, end_ns
+        before, start_ns, rate_ns, settle = after, end_ns, end_ns, not decision.within
     found = search.sustainable()
     rd.event("search_end", phase=w.name, steps=n, sustainable_rate=None if found is None else round(found, 3),
              hold=spec.hold)
@@ -57,14 +65,20 @@ def run_search(w: PhaseWindow, *, clock: Clock, load: Any, rd: Any, stop: thread
 
 def step_figures(before: dict[str, Any], after: dict[str, Any], rate: float, seconds: float,
                  lag_max: int | None = None) -> StepFigures:
-    """A step's figures from two snapshots of the load's running totals (`loads.tally.LoadStats` as JSON)."""
-    fired = (after.get("fired") or 0) - (before.get("fired") or 0)
+    """A step's figures from two snapshots of the load's running totals (`loads.tally.LoadStats` as JSON). The
+    backlog is what the schedule owes: the slots dropped in the step (older than max_lag) plus those still owed at
+    its end (how late the oldest is, times the rate); the counts of sends started reach the harness a batch late, so
+    they would make every step of a rising rate look behind."""
     completed = (after.get("completed") or 0) - (before.get("completed") or 0)
     ok = ((after.get("outcomes") or {}).get(SEND_OK, 0) - (before.get("outcomes") or {}).get(SEND_OK, 0))
+    dropped = (after.get("dropped") or 0) - (before.get("dropped") or 0)
+    owed = (after.get("lag_ms") or 0.0) / 1000 * rate
+    backlog = max(0, round(dropped + owed))
     latency = _histogram(after).minus(_histogram(before))
-    return StepFigures(rate=rate, achieved=fired / seconds if seconds > 0 else 0.0, completed=completed,
-                       p99_ms=latency.quantile(0.99), error_share=(completed - ok) / completed if completed else None,
-                       backlog=max(0, round(rate * seconds) - fired), lag_max=lag_max)
+    achieved = max(0.0, rate - backlog / seconds) if seconds > 0 else 0.0
+    return StepFigures(rate=rate, achieved=achieved, completed=completed, p99_ms=latency.quantile(0.99),
+                       error_share=(completed - ok) / completed if completed else None, backlog=backlog,
+                       lag_max=lag_max)
 
 
 def describe(f: StepFigures) -> str:

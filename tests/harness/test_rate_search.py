@@ -25,26 +25,43 @@ def simulate(spec: SearchSpec, start: float, capacity: float, steps: int) -> Rat
     return search
 
 
-@pytest.mark.parametrize("capacity", [150.0, 900.0, 4321.0])
+@pytest.mark.parametrize("capacity", [40.0, 150.0, 900.0, 4321.0])
 def test_the_search_settles_below_the_capacity_and_holds_it(capacity: float) -> None:
     spec = SearchSpec(start=100, step="5s", hold=3, bounds={"p99_ms": 200})
-    search = simulate(spec, 100, capacity, 40)
+    search = simulate(spec, 100, capacity, 20)
     found = search.sustainable()
     assert found is not None
     assert 0.8 * capacity <= found <= capacity, (found, [round(f.rate) for f, _ in search.steps])
 
 
-def test_within_bounds_the_rate_doubles_then_a_bound_cuts_it_and_halves_the_factor() -> None:
+def test_within_bounds_the_rate_doubles_then_the_search_brackets_the_answer() -> None:
     spec = SearchSpec(start=100, step="5s", hold=2, bounds={"p99_ms": 200})
     search = RateSearch(spec, 100)
     ok = StepFigures(rate=100, achieved=100, completed=500, p99_ms=10, error_share=0.0, backlog=0)
     assert search.step_done(ok).next_rate == 200
-    slow = StepFigures(rate=200, achieved=180, completed=900, p99_ms=900, error_share=0.0, backlog=100)
+    slow = StepFigures(rate=200, achieved=140, completed=700, p99_ms=900, error_share=0.0, backlog=300)
     decision = search.step_done(slow)
     assert not decision.within and decision.exceeded == ["p99_ms"]
-    assert search.factor == 0.5 and decision.next_rate == pytest.approx(180 / 1.5)
-    again = StepFigures(rate=120, achieved=120, completed=600, p99_ms=10, error_share=0.0, backlog=0)
-    assert search.step_done(again).next_rate == pytest.approx(160), "halfway to the rate that failed, not above it"
+    assert search.factor == 0.5 and decision.next_rate == 140, "halfway to the floor, never above what was achieved"
+    again = StepFigures(rate=140, achieved=140, completed=700, p99_ms=10, error_share=0.0, backlog=0)
+    assert search.step_done(again).next_rate == 170, "halfway between the floor and the ceiling"
+    worse = StepFigures(rate=170, achieved=170, completed=850, p99_ms=900, error_share=0.0, backlog=0)
+    assert search.step_done(worse).next_rate == 155
+
+
+def test_a_failure_at_the_floor_drops_it_and_halves_the_rate() -> None:
+    spec = SearchSpec(start=100, step="5s", hold=2, bounds={"p99_ms": 200})
+    search = RateSearch(spec, 100)
+    search.step_done(StepFigures(rate=100, achieved=100, completed=500, p99_ms=10, error_share=0.0, backlog=0))
+    decision = search.step_done(StepFigures(rate=200, achieved=200, completed=1000, p99_ms=900, error_share=0.0,
+                                            backlog=0))
+    assert decision.next_rate == 150
+    decision = search.step_done(StepFigures(rate=150, achieved=150, completed=750, p99_ms=900, error_share=0.0,
+                                            backlog=0))
+    assert decision.next_rate == 125
+    decision = search.step_done(StepFigures(rate=100, achieved=100, completed=500, p99_ms=900, error_share=0.0,
+                                            backlog=0))
+    assert search.floor is None and decision.next_rate == 50
 
 
 def test_no_hold_steps_in_a_row_means_no_answer() -> None:
@@ -69,11 +86,12 @@ def test_nothing_completed_is_never_within_and_max_rate_caps() -> None:
 def test_step_figures_come_from_two_snapshots_of_the_totals() -> None:
     early = LogHistogram.of([1.0] * 100)
     late = LogHistogram.of([1.0] * 100 + [400.0] * 10 + [2.0] * 90)
-    before = {"fired": 100, "completed": 100, "outcomes": {"SEND_OK": 100}, "latency_total": early.to_json()}
-    after = {"fired": 300, "completed": 300, "outcomes": {"SEND_OK": 290, "MQClientException": 10},
-             "latency_total": late.to_json()}
+    before = {"completed": 100, "outcomes": {"SEND_OK": 100}, "dropped": 7, "latency_total": early.to_json()}
+    after = {"completed": 300, "outcomes": {"SEND_OK": 290, "MQClientException": 10}, "dropped": 27,
+             "lag_ms": 120.0, "latency_total": late.to_json()}
     f = step_figures(before, after, rate=250, seconds=1.0)
-    assert f.achieved == 200 and f.completed == 200 and f.backlog == 50
+    assert f.completed == 200 and f.backlog == 20 + 30, "dropped in the step, and owed at its end"
+    assert f.achieved == 200
     assert f.error_share == pytest.approx(0.05)
     assert 395 <= f.p99_ms <= 405, "the p99 of the step's 200 sends only (10 of them at 400 ms)"
 
@@ -107,3 +125,9 @@ def test_a_search_the_load_cannot_do_is_refused_with_its_line(text: str, words: 
     with pytest.raises(SourceError, match=words) as err:
         load_scenario_text("s.yaml", scenario)
     assert str(err.value).startswith("s.yaml:6: phases[0].search")
+
+
+def test_a_held_answer_is_probed_gently_from_above() -> None:
+    spec = SearchSpec(start=100, step="5s", hold=3, bounds={"p99_ms": 200})
+    rates = [round(f.rate) for f, _ in simulate(spec, 100, 900.0, 12).steps]
+    assert rates[:9] == [100, 200, 400, 800, 1600, 900, 900, 900, 990], "10 % above, not OMB's doubling"
