@@ -126,7 +126,7 @@ def build_timeline(events: Iterable[Mapping[str, Any]]) -> Timeline:
             tl.run_end_ns = wall
             tl.status = ev.get("status") if ev.get("status") in c.RUN_END_STATUSES else "unknown"
             tl.error = ev.get("error")
-        elif name == "search_start" and isinstance(ev.get("phase"), str):
+        elif name == c.EVENT_SEARCH_START and isinstance(ev.get("phase"), str):
             tl.searched.append(ev["phase"])
         elif name == c.EVENT_LOAD_START:
             tl.load_start_ns = wall if tl.load_start_ns is None else tl.load_start_ns
