@@ -42,15 +42,23 @@ MACHINE_WIDE = ("tests/compose/", "tests/faults/test_faults_crash.py", "tests/fa
 adds a swap file only when no other swap is on, and the swap tests compare /proc/swaps before and after)."""
 
 
+SPARK_FIXTURE = "spark"
+"""Tests using tests/analysis's in-process Spark session (and the runs it analyses once) share one worker: each
+worker that runs one of them pays a JVM start and that analysis (about a minute and a half on a busy machine)."""
+
+
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook, which reads the xdist_group marks
 def pytest_collection_modifyitems(config, items):
     """Under pytest-xdist (`-n N --dist loadgroup`, the README's command) the MACHINE_WIDE tests run one after the
-    other on one worker (`xdist_group("machine")`); the tests that run a whole scenario or cluster for minutes
+    other on one worker (`xdist_group("machine")`), and so do the tests of the in-process Spark session
+    (`xdist_group("spark")`); the tests that run a whole scenario or cluster for minutes
     (`long`) and that group come first, so the long ones run side by side and the short ones fill in around them.
     Without xdist the order changes only by moving those first."""
     for item in items:
         if item.nodeid.startswith(MACHINE_WIDE):
             item.add_marker(pytest.mark.xdist_group("machine"))
+        elif SPARK_FIXTURE in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("spark"))
     items.sort(key=lambda item: 0 if item.nodeid.startswith(MACHINE_WIDE) or item.get_closest_marker("long")
                else 1)
 
