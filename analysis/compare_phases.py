@@ -5,6 +5,9 @@ Runs that look alike over the whole run can do entirely different things in the 
 one version, FLUSH_SLAVE_TIMEOUT on another); this table puts that first. A phase is a fault's phase when one of
 the run's faults was applied in its window (events.jsonl). An expectation is about a phase when it names the
 phase, or names a fault applied in it.
+
+Runs whose phases had a sustainable-rate search (analysis.search) are also compared by the rate each found
+(`search_rows`): a table of the search phases, one column per run, above the per-phase table.
 """
 from __future__ import annotations
 
@@ -75,4 +78,23 @@ def phase_rows(results: Sequence[RunResults]) -> list[dict[str, Any]]:
                          **{k: row.get(k) for k in ("intended_p50", "intended_p99", "actual_p50", "actual_p99")},
                          "expectations": _expectations(res, phase, applied)})
         out.append({"phase": phase, "faults": faults, "runs": runs})
+    return out
+
+
+def search_rows(results: Sequence[RunResults]) -> list[dict[str, Any]]:
+    """One entry per phase any run searched in (in the order first seen): `phase` and `runs`, one dict per run in the
+    order given: sustainable_rate (None: unknown or no search there), note, bounds_text, hold, steps (how many).
+    Empty when no run had a search."""
+    names: list[str] = []
+    for res in results:
+        names += [p for p in (res.search or {}) if p not in names]
+    out = []
+    for phase in names:
+        runs = []
+        for res in results:
+            ph = (res.search or {}).get(phase)
+            runs.append({"run_id": res.run.run_id, "searched": ph is not None,
+                         **{k: ph.get(k) if ph else None for k in ("sustainable_rate", "note", "bounds_text", "hold")},
+                         "steps": len(ph["steps"]) if ph else 0})
+        out.append({"phase": phase, "runs": runs})
     return out

@@ -26,6 +26,7 @@ from analysis.frames import Frames, enrich_requests, load_frames
 from analysis.loss import LossCheck, key_flags, loss_checks
 from analysis.measures import Measurement, measure
 from analysis.rundir import RunDir
+from analysis.search import searches_of
 from analysis.timeline import NS
 from analysis.verdict import RunVerdict, judge
 
@@ -54,6 +55,7 @@ class RunResults:
     warnings: list[str] = field(default_factory=list)
     consume: RunConsume | None = None  # the consumer side (None: the run has no consumes, lag or PAGECACHERT)
     failover: dict[str, Any] | None = None  # controller mode: the failover figures (analysis.failover)
+    search: dict[str, Any] | None = None  # phase -> its sustainable-rate search (analysis.search); None: no search
 
 
 def _split(table: pa.Table, run_id: str, sort: Sequence[str] = ()) -> pa.Table:
@@ -131,6 +133,7 @@ def _compute(spark: SparkSession, runs: Sequence[RunDir], frames: Frames, enrich
                 measured[(run.run_id, i)] = m
 
     failovers = {run.run_id: failover_of(run, enriched, measured) for run in runs}
+    searches = searches_of(runs, frames.requests, consume, measured, step)
     results = []
     for run in runs:
         rid = run.run_id
@@ -157,7 +160,7 @@ def _compute(spark: SparkSession, runs: Sequence[RunDir], frames: Frames, enrich
             per_phase=_per_phase(run, run_counts, {k: _split(v, rid) for k, v in pct.items()}),
             outcome_counts=run_counts, metrics_per_second=_split(metrics, rid, ["node", "sec"]),
             loss=loss[rid], faults=faults, verdict=verdict, warnings=warnings, consume=shown,
-            failover=failovers[rid]))
+            failover=failovers[rid], search=searches[rid]))
         verdict.extra = {"loss": loss[rid].to_json(), "faults": faults, "warnings": warnings,
                          "run_status": run.timeline.status,
                          "schedule": {"dropped": deliveries[rid].dropped, "gaps": deliveries[rid].gaps,
@@ -166,6 +169,8 @@ def _compute(spark: SparkSession, runs: Sequence[RunDir], frames: Frames, enrich
             verdict.extra["consumers"] = shown.to_json()
         if failovers[rid] is not None:
             verdict.extra["failover"] = failovers[rid]
+        if searches[rid] is not None:
+            verdict.extra["search"] = searches[rid]
     return results
 
 

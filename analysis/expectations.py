@@ -33,10 +33,13 @@ PAGECACHE_METRICS = ("pagecache_put_p99_ms",)
 FAILOVER_METRICS = ("failover_election_s", "failover_route_s", "failover_first_ok_s", "failover_unavailable_s")
 """Controller mode: from the master's death (the fault on `master`) to the election, the new route, the first
 SEND_OK; and the producers' window without one (analysis.failover)."""
+SEARCH_METRICS = ("sustainable_rate",)
+"""A phase's sustainable-rate search (scenario `search:`): the highest achieved rate held for `hold` consecutive
+steps within its bounds, sends/s (analysis.search)."""
 CONSUMER_METRICS = CONSUME_COUNT_METRICS + CONSUME_LATENCY_METRICS + CONSUMER_LOSS_METRICS + LAG_METRICS
 """Measured over `consumes/` and `metrics/lag/` (analysis.consume_measures); unknown in a run without them."""
 METRICS: tuple[str, ...] = (COUNT_METRICS + LATENCY_METRICS + FAULT_METRICS + LOSS_METRICS + CONSUMER_METRICS
-                            + PAGECACHE_METRICS + FAILOVER_METRICS)
+                            + PAGECACHE_METRICS + FAILOVER_METRICS + SEARCH_METRICS)
 SEND_BASES = ("intended", "actual")
 CONSUME_BASES = ("born", "stored")
 """End-to-end latency of a delivery: delivered_ns minus the message's born time (producer) or store time (broker)."""
@@ -63,6 +66,7 @@ ALLOWED_FILTERS: dict[str, tuple[str, ...]] = {
     **{m: ("group",) for m in CONSUMER_LOSS_METRICS},
     "pagecache_put_p99_ms": ("node", "phase"),
     **{m: ("fault",) for m in FAILOVER_METRICS},
+    "sustainable_rate": ("phase",),
 }
 FILTER_KEYS = ROW_FILTERS + ("fault", "group", "node")
 WORD_KEYS: dict[str, tuple[str, ...]] = {"metric": METRICS, "basis": BASES, "outcome": OUTCOMES}
@@ -79,6 +83,7 @@ Metric = Literal[
     "consumer_lost", "consumer_duplicated", "consumer_reordered", "lag_max", "lag_end", "offset_stall_s",
     "pagecache_put_p99_ms",
     "failover_election_s", "failover_route_s", "failover_first_ok_s", "failover_unavailable_s",
+    "sustainable_rate",
 ]
 
 

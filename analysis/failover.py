@@ -20,9 +20,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from analysis import contract as c
-from analysis.errors import RunDirError
 from analysis.expectations import FAILOVER_METRICS
-from analysis.rundir import read_events
+from analysis.rundir import run_events
 from analysis.timeline import NS
 
 ANSWERED_AT = {"master": "controller_ns", "route_master": "route_ns"}
@@ -37,13 +36,6 @@ class Failover:
     note: str | None = None
 
 
-def _events(run: Any) -> list[dict[str, Any]]:
-    try:
-        return read_events(run.layout)
-    except (OSError, RunDirError):
-        return []
-
-
 def _death(events: list[dict[str, Any]], fault: str | None) -> tuple[str | None, str | None, int | None]:
     for ev in events:
         if ev.get("event") == c.EVENT_FAULT and ev.get("action") == "apply" and ev.get("status") == "ok" and (
@@ -54,7 +46,7 @@ def _death(events: list[dict[str, Any]], fault: str | None) -> tuple[str | None,
 
 def failover(run: Any, requests: DataFrame, fault: str | None = None) -> Failover:
     """The failover figures of one run (one Spark aggregation over its rows)."""
-    events = _events(run)
+    events = run_events(run)
     roles = [ev for ev in events if ev.get("event") == c.EVENT_ROLES and "route_master" in ev]
     fault_id, node, death = _death(events, fault)
     if death is None:
@@ -102,7 +94,7 @@ def failover_of(run: Any, requests: DataFrame, measured: dict[tuple[str, int], A
             fo = base if not e.fault else failover(run, requests, e.fault)
             measured[(run.run_id, i)] = _measurement(fo, e.metric, run)
     if base.note == "no roles events (not a controller-mode run)" or (
-            base.figures is None and not any(ev.get("event") == c.EVENT_ROLES for ev in _events(run))):
+            base.figures is None and not any(ev.get("event") == c.EVENT_ROLES for ev in run_events(run))):
         return None
     figures = {k: (None if v is None or math.isinf(v) else round(v, 3)) for k, v in (base.figures or {}).items()}
     return {"fault_id": base.fault_id, "node": base.node, "note": base.note, **figures}

@@ -34,6 +34,7 @@ from analysis.expectations import (
     LATENCY_QUANTILE,
     LOSS_METRICS,
     PAGECACHE_METRICS,
+    SEARCH_METRICS,
     Expectation,
 )
 from analysis.fault_timing import FaultSpec, FaultTiming, fault_timings, first_error_exprs
@@ -202,8 +203,8 @@ def measure(enriched: DataFrame, kf: KeyFlags | None, runs: Sequence[RunDir], t0
     for r_i, run in enumerate(runs):
         for i, e in enumerate(run.expectations):
             key = (run.run_id, i)
-            if e.metric in CONSUMER_METRICS + PAGECACHE_METRICS + FAILOVER_METRICS:
-                continue  # analysis.consume_measures, analysis.failover
+            if e.metric in CONSUMER_METRICS + PAGECACHE_METRICS + FAILOVER_METRICS + SEARCH_METRICS:
+                continue  # analysis.consume_measures, analysis.failover, analysis.search
             if e.metric in LOSS_METRICS and not e.filters:
                 loss_later.append((key, e, run))
             elif e.metric in FAULT_METRICS:

@@ -17,9 +17,11 @@ import jinja2
 import yaml
 
 from analysis import contract as c
-from analysis.compare_phases import phase_rows
+from analysis.compare_phases import phase_rows, search_rows
 from analysis.compute import RunResults
 from analysis.figures import OUTCOME_COLORS, compare_figures, run_figures
+from analysis.search import sentence
+from analysis.search_figures import compare_search_figure, search_figure
 from analysis.verdict import RunVerdict, merge_valid
 
 TOP_REMARKS = 15
@@ -166,11 +168,21 @@ def render_run_page(res: RunResults) -> str:
              "rows": res.rows, "t0": _iso(res.t0_ns)},
         verdict=verdict_view(res.verdict), warnings=res.warnings, figures=figures, chart_titles=CHART_TITLES,
         phases=res.per_phase, outcome_matrix=_outcome_matrix(res), remarks=_top_remarks(res), faults=res.faults,
-        failover=res.failover,
+        failover=res.failover, search=search_view(res),
         loss={**res.loss.counts, "measured": res.loss.measured, "note": res.loss.note, "samples": res.loss.samples,
               "unread": [q.to_json() for q in res.loss.unread]},
         config_nodes=nodes, config_rows=rows, scenario_text=res.run.scenario_text,
     )
+
+
+def search_view(res: RunResults) -> list[dict[str, Any]]:
+    """Per search phase: the sentence, the chart and the steps (start second from the run's time 0)."""
+    out = []
+    for ph in (res.search or {}).values():
+        zero = res.t0_ns
+        steps = [{**s, "start_s": None if zero is None else (s["start_ns"] - zero) / 1e9} for s in ph["steps"]]
+        out.append({**ph, "steps": steps, "sentence": sentence(ph), "figure": search_figure(ph, zero)})
+    return out
 
 
 def _consume_rows(rc: Any) -> list[dict[str, Any]]:
@@ -258,7 +270,9 @@ def render_compare_page(results: Sequence[RunResults], page_dir: Path) -> str:
     for r in rows:
         phase_names += [p for p in r["phases"] if p not in phase_names]
     diff, identity, same = config_differences(results)
+    searches = search_rows(results)
     return environment().get_template("compare.html.j2").render(
+        search_rows=searches, search_figure=compare_search_figure(searches) if searches else None,
         phase_rows=phase_rows(results), consumer_rows=compare_consumer_rows(results), generated=_now(), rows=rows, verdict_word=WORD[valid], verdict_css=CSS[valid],
         figures=compare_figures(rows), outcomes=outcomes, phase_names=phase_names, config_diff=diff,
         config_same=same, config_identity=identity,

@@ -238,6 +238,14 @@ def read_events(layout: c.RunLayout) -> list[dict[str, Any]]:
     return _read_events(layout, [])
 
 
+def run_events(run: RunDir) -> list[dict[str, Any]]:
+    """`read_events` of a run, none when events.jsonl cannot be read (opening the run already warned)."""
+    try:
+        return read_events(run.layout)
+    except (OSError, RunDirError):
+        return []
+
+
 def _read_events(layout: c.RunLayout, warnings: list[str]) -> list[dict[str, Any]]:
     if not layout.events.exists():
         warnings.append("events.jsonl: missing: no phases, faults or run status")
