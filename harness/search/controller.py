@@ -83,6 +83,8 @@ class RateSearch:
             limit = f.rate
             if "backlog" in over and achieved < f.rate:  # it did this much and no more: the limit is near it
                 limit = min(limit, achieved * (1 + SETTLED))
+            if self.floor is not None:  # an overload's hangover achieves little: never a ceiling under the floor
+                limit = max(limit, min(f.rate, self.floor * (1 + SETTLED)))
             self.ceiling = limit if self.ceiling is None else min(self.ceiling, limit)
             if self.floor is None:
                 nxt = achieved if "backlog" in over and achieved < f.rate else f.rate / 2

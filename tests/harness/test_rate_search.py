@@ -131,3 +131,17 @@ def test_a_held_answer_is_probed_gently_from_above() -> None:
     spec = SearchSpec(start=100, step="5s", hold=3, bounds={"p99_ms": 200})
     rates = [round(f.rate) for f, _ in simulate(spec, 100, 900.0, 12).steps]
     assert rates[:9] == [100, 200, 400, 800, 1600, 900, 900, 900, 990], "10 % above, not OMB's doubling"
+
+
+def test_an_overload_hangover_never_puts_the_ceiling_under_the_floor() -> None:
+    spec = SearchSpec(start=1000, step="5s", hold=3, factor=0.5, bounds={"p99_ms": 500})
+    search = RateSearch(spec, 5062)
+    search.step_done(StepFigures(rate=5062, achieved=5062, completed=25000, p99_ms=235, error_share=0.0, backlog=0))
+    search.step_done(StepFigures(rate=7594, achieved=5225, completed=26000, p99_ms=1037, error_share=0.0,
+                                 backlog=11800))
+    search.step_done(StepFigures(rate=5225, achieved=3865, completed=19000, p99_ms=1049, error_share=0.0,
+                                 backlog=6800))
+    assert search.ceiling is not None and search.ceiling >= search.floor == 5062
+    d = search.step_done(StepFigures(rate=3865, achieved=3865, completed=19000, p99_ms=36, error_share=0.0,
+                                     backlog=0))
+    assert d.next_rate == 5062, "back to the floor, not a probe above it"
