@@ -1,7 +1,7 @@
 """The sustainable-rate search end to end on the emulator (`rmq-chaos run`, then the Spark analysis): the shipped
 `scenarios/rate-search-disk-throttle.yaml` with shorter phases and steps. The live controller moves the load's
 rate step by step (each step starts at the rate the previous one chose), a step within bounds raises it and one
-past a bound lowers it; with the master's store throttled to 1 MiB/s the search is pushed past a bound and its
+past a bound lowers it (and the step after it is judged only once what the overload left has had time to clear); with the master's store throttled to 1 MiB/s the search is pushed past a bound and its
 answer stays under what 1 MiB/s carries; the report recomputes every step from the rows and charts them."""
 from __future__ import annotations
 
@@ -40,9 +40,12 @@ def test_the_search_steps_the_live_load_and_the_throttled_answer_is_capped(tmp_p
             assert [s["step"] for s in steps] == list(range(1, STEPS + 1))
             for before, after in zip(steps, steps[1:], strict=False):
                 assert after["rate"] == before["next_rate"], "each step runs at the rate the previous one chose"
-                assert after["start_ns"] == before["end_ns"]
-                went = "up" if before["next_rate"] > before["rate"] else "down"
-                assert went == ("up" if before["within"] else "down"), before
+                assert after["rate_ns"] == before["end_ns"] <= after["start_ns"] < after["end_ns"]
+                if before["within"]:
+                    assert before["next_rate"] >= before["rate"], before
+                else:
+                    assert before["next_rate"] < before["rate"] or before["next_rate"] == 1.0, before
+                    assert after["start_ns"] > after["rate_ns"], "the step after an overload is judged later"
         throttled = [e for e in ev if e["event"] == "search_step" and e["phase"] == "throttled"]
         assert any(not s["within"] for s in throttled), "the throttled store pushed the search past a bound"
         search = verdict["search"]
