@@ -53,12 +53,10 @@ def assert_hosts_used(run_dir: Path) -> None:
 
 
 @pytest.mark.long
-@pytest.mark.parametrize("scenario", [
-    "slave-readonly-default.yaml",
-    pytest.param("slave-readonly-fallbehind-1m.yaml", marks=pytest.mark.skipif(
-        not FULL, reason="~130 s: the same ssh path as the default run's seed; tests/harness/test_seed_pair.py runs "
-                         "this scenario locally; RMQ_CHAOS_FULL_TESTS=1")),
-])
+@pytest.mark.skipif(not FULL, reason="~130 s each: the default run takes a whole scenario through ssh in "
+                                     "tests/hosts/test_ssh_partitions.py (the same hosts, load host and checks), and "
+                                     "the seed pair locally and through compose; RMQ_CHAOS_FULL_TESTS=1")
+@pytest.mark.parametrize("scenario", ["slave-readonly-default.yaml", "slave-readonly-fallbehind-1m.yaml"])
 def test_the_seed_pair_holds_on_hosts(cluster, scenario: str, tmp_path: Path) -> None:
     code, run_dir, err = run_on_hosts(cluster, scenario, tmp_path)
     assert code == 0, err[-3000:]
