@@ -1,7 +1,8 @@
-"""One phase's sustainable-rate search run against the live load: every `step` seconds the step's figures are taken
+"""One phase's sustainable-rate search run against the live load. Every `step` seconds the step's figures are taken
 from the load's running totals (rows, outcomes, dropped and owed slots, the latency histogram; the consumer lag when
-there are consumers; after a step past a bound, only over the next step's last 60 %), the controller picks the next rate, the load is told, and a `search_step` event records it all.
-These live figures only steer; the report recomputes every step from the request rows (analysis.search)."""
+there are consumers; after a step past a bound, over the next step's last 60 % only), the controller picks the next
+rate, the load is told, and a `search_step` event records it all. These live figures only steer; the report
+recomputes every step from the request rows (analysis.search)."""
 from __future__ import annotations
 
 import threading
@@ -29,7 +30,8 @@ def run_search(w: PhaseWindow, *, clock: Clock, load: Any, rd: Any, stop: thread
     search = RateSearch(spec, w.rate)
     rd.event("search_start", phase=w.name, start_rate=w.rate, step_s=spec.step, hold=spec.hold, factor=spec.factor,
              max_rate=spec.max_rate, bounds=spec.bounds.model_dump())
-    before, start_ns, rate_ns, t = load.stats(), time.time_ns(), time.time_ns(), w.start_s
+    before, t = load.stats(), w.start_s
+    start_ns = rate_ns = time.time_ns()
     n, settle = 0, False
     while t + spec.step <= w.end_s + 1e-9:
         if settle:  # after a step past a bound: judge only once what it left behind has cleared
