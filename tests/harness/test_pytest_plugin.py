@@ -5,6 +5,7 @@ and SIGTERM all leave nothing behind (processes, mounts, loop devices, cgroups, 
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -189,13 +190,23 @@ def test_failing_test_inside_a_fault_reverts_it_and_takes_the_cluster_down(pytes
     assert list((run_dir / "logs" / "master").iterdir()), "the logs were copied before the cluster went down"
 
 
+def _signals_as_a_shell_leaves_them() -> None:
+    """The inner pytest starts with SIGINT and SIGTERM unblocked and at their defaults, as from a terminal: a worker
+    process of the outer session may have changed its mask (a blocked or ignored SIGINT is inherited across exec,
+    and Python then never turns Ctrl-C into KeyboardInterrupt)."""
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
+    for s in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(s, signal.SIG_DFL)
+
+
 @pytest.mark.root
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 def test_a_signal_during_the_test_takes_the_cluster_down(pytester: pytest.Pytester, plugin_args: list[str],
                                                          signum: int) -> None:
     pytester.makepyfile(HELD_UNTIL_SIGNAL)
-    proc = subprocess.Popen([sys.executable, "-m", "pytest", *plugin_args],
-                            cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", "-o", "faulthandler_timeout=100", *plugin_args],
+                            cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=_signals_as_a_shell_leaves_them)
     try:
         deadline = time.monotonic() + READY_DEADLINE_S
         while not (pytester.path / "cluster.json").exists():
@@ -208,6 +219,8 @@ def test_a_signal_during_the_test_takes_the_cluster_down(pytester: pytest.Pytest
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+            subprocess.run([sys.executable, "-m", "harness.cli", "cleanup"], cwd=REPO, timeout=180, check=False,
+                           env={**os.environ, "RMQ_CHAOS_STATE": str(pytester.path / "state")})
     assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
     cluster_id, run_dir = _cluster_of(pytester)
     assert_nothing_left(pytester.path / "state", cluster_id)
