@@ -49,7 +49,8 @@ class RunDir:
 
     @classmethod
     def create(cls, out_dir: str | os.PathLike[str], scenario: Scenario, run_id: str | None = None) -> RunDir:
-        """Make `<out_dir>/<run-id>/` (run id: UTC time and scenario name, made unique on this machine: `harness.run_ids`) and write scenario.yaml."""
+        """Make `<out_dir>/<run-id>/` (run id: UTC time and scenario name, made unique on this machine by
+        `harness.run_ids`) and write scenario.yaml."""
         base = Path(out_dir)
         base.mkdir(parents=True, exist_ok=True)
         stem = run_id or RUN_ID_UNSAFE.sub(

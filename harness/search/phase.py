@@ -10,11 +10,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from analysis.contract import SEND_OK
 from harness.search.controller import RateSearch, StepFigures
 from harness.timeline import Clock, PhaseWindow
 from loads.histogram import LogHistogram
 
-SEND_OK = "SEND_OK"
 SETTLE_SHARE = 0.4
 """After a step past a bound, the first 40 % of the next step is not judged: the sends owed and queued by the
 overload (up to the load's max_lag, and the broker's queue) would count against the new, lower rate."""
