@@ -32,6 +32,8 @@ from remoting.controller_bodies import EpochEntry
 
 SELECT_S = 1.0
 CLOSE_WAIT_S = 5.0
+JOIN_TIMEOUT_S = 90.0
+"""`ServiceThread.getJoinTime()`"""
 
 
 class AutoSwitchHAClient(threading.Thread):
@@ -48,7 +50,7 @@ class AutoSwitchHAClient(threading.Thread):
         self.reported = 0
         self.last_read_ms = time.time() * 1000
         self.last_write_ms = time.time() * 1000
-        self._stop = threading.Event()
+        self._stopping = threading.Event()
         self._wake = threading.Event()
 
     @property
@@ -62,9 +64,14 @@ class AutoSwitchHAClient(threading.Thread):
             self._wake.set()
 
     def shutdown(self) -> None:
+        """`ServiceThread.shutdown` (joins the thread, 90 s at most), then `closeMaster`: the round under way ends
+        first, so frames already read are appended before the caller goes on (a new master's `changeToMaster` cuts
+        a half-received message only when it comes after them)."""
         self._change_state(SHUTDOWN)
-        self._stop.set()
+        self._stopping.set()
         self._wake.set()
+        if self.is_alive() and threading.current_thread() is not self:
+            self.join(JOIN_TIMEOUT_S)
         self._close()
 
     def _change_state(self, state: int) -> None:
@@ -77,7 +84,7 @@ class AutoSwitchHAClient(threading.Thread):
 
     def run(self) -> None:
         store_log.info("AutoSwitchHAClient service started")
-        while not self._stop.is_set():
+        while not self._stopping.is_set():
             VM_STATE.poll()
             try:
                 if self.state == READY:
