@@ -56,13 +56,9 @@ def scan_leftovers(state_dir: str | os.PathLike[str], roots: list[str] | None = 
     for s in swapfiles.active_swaps():
         if under(s["path"]):
             found.append(f"swap {s['path']} active")
-    for controller in ("memory", "blkio", "freezer", "cpu"):
-        h = cgroupfs.hierarchy(controller)
-        if h is None:
-            continue
-        for run_id in run_ids:
-            path = os.path.join(h.root, cgroupfs.OUR_DIR, run_id)
-            for dirpath, _dirs, _files in (os.walk(path) if os.path.isdir(path) else []):
+    for run_id in run_ids:
+        for path in cgroupfs.run_dirs(run_id, ("memory", "blkio", "freezer", "cpu")):
+            for dirpath, _dirs, _files in os.walk(path):
                 found.append(f"cgroup {dirpath}" + _cgroup_detail(dirpath))
     found += _net_left(entries)
     return found

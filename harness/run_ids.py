@@ -8,7 +8,6 @@ run not yet cleaned up) is never handed out either."""
 from __future__ import annotations
 
 import hashlib
-import os
 import socket
 
 from faults.system import cgroupfs
@@ -40,8 +39,4 @@ def release(name: str) -> None:
 
 
 def _cgroups_exist(name: str) -> bool:
-    for controller in DEFAULT_CONTROLLERS:
-        h = cgroupfs.hierarchy(controller)
-        if h is not None and os.path.isdir(os.path.join(h.root, cgroupfs.OUR_DIR, name)):
-            return True
-    return False
+    return bool(cgroupfs.run_dirs(name, DEFAULT_CONTROLLERS))

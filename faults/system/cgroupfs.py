@@ -6,6 +6,7 @@ import errno
 import os
 import signal
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from faults.errors import FaultUnavailable, ToolError
@@ -62,6 +63,16 @@ def require(controller: str) -> Hierarchy:
 def node_path(controller: str, run_id: str, node: str) -> str:
     h = require(controller)
     return os.path.join(h.root, OUR_DIR, run_id, node)
+
+
+def run_dirs(run_id: str, controllers: Iterable[str]) -> list[str]:
+    """The existing `<root>/rmq-chaos/<run_id>` directories of `controllers` (those mounted on this machine)."""
+    found = []
+    for controller in controllers:
+        h = hierarchy(controller)
+        if h is not None and os.path.isdir(path := os.path.join(h.root, OUR_DIR, run_id)):
+            found.append(path)
+    return found
 
 
 def root_of(path: str) -> tuple[Hierarchy, str] | None:
