@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -95,12 +96,15 @@ def tagged_processes(tags: set[str]) -> list[int]:
 
 
 def processes_mentioning(text: str) -> list[int]:
-    """Pids whose command line contains `text` (e.g. the load's children, which name the run directory)."""
+    """Pids whose command line contains `text` as a whole name (e.g. the load's children, which name the run
+    directory): not followed by a word character or `-`, so run `<id>` does not match run `<id>-2`, which another
+    worker started in the same second."""
     found = []
+    pattern = re.compile(re.escape(text.encode()) + rb"(?![-\w])")
     for d in Path("/proc").iterdir():
         if d.name.isdigit() and int(d.name) != os.getpid():
             try:
-                if text.encode() in (d / "cmdline").read_bytes():
+                if pattern.search((d / "cmdline").read_bytes()):
                     found.append(int(d.name))
             except OSError:
                 continue
