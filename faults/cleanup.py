@@ -12,7 +12,8 @@ from faults.cluster_state import list_clusters, read_cluster_state, remove_clust
 from faults.errors import FaultError, UndoError
 from faults.events import Emit, discard, stamp
 from faults.journal import Entry, Journal, default_state_dir
-from faults.system.procs import ProcId
+from faults.system import cgroupfs
+from faults.system.procs import ProcId, tagged, terminate
 from faults.undo import UndoContext, run_ops
 
 CLEANUP_LOCK = "cleanup.lock"
@@ -63,6 +64,7 @@ def cleanup(state_dir: str | os.PathLike[str] | None = None, *, all_owners: bool
                 item["undo"] = getattr(err, "results", [])
                 report.failed.append(item)
                 emit({**stamp(), "event": "cleanup", "entry": item, "status": "failed"})
+        _end_stragglers(report.reverted, journal)
         for cid in list_clusters(state):
             try:
                 owner = read_cluster_state(state, cid).owner
@@ -76,6 +78,29 @@ def cleanup(state_dir: str | os.PathLike[str] | None = None, *, all_owners: bool
         else:
             report.left = _left_by_failed(state, journal, report.failed)
     return report
+
+
+def _end_stragglers(reverted: list[dict], journal: Journal) -> None:
+    """What a dead run started in its last moments and its replayed entries could not see yet: a child it had forked
+    but not exec'd carries no tag until its exec (the entry's tag scan misses it), and then joins the node's cgroups.
+    Once every entry is replayed, processes with a replayed entry's tag are ended and what is left of those runs'
+    cgroups (`<root>/rmq-chaos/<run-id>`) is removed with its members (a late child that joins afterwards finds no
+    group and exits). A run that still has an open entry (a live owner's, or one that failed) is left alone: its
+    cluster may be held by a live process."""
+    still_open = {e.run_id for e in journal.open_entries()}
+    ids = {item["id"] for item in reverted if item.get("run_id") not in still_open}
+    ops = [op for e in journal.entries() if e.id in ids for op in e.undo]
+    tags = {op["tag"] for op in ops if op.get("op") == "kill_procs" and op.get("tag")}
+    if tags:
+        terminate(tagged(tags))
+    runs = {e.run_id for e in journal.entries() if e.id in ids and e.run_id
+            and any(op.get("op") == "cgroup_remove" for op in e.undo)}  # groups this machine made for the run
+    for run_id in sorted(runs):
+        for path in cgroupfs.run_dirs(run_id, cgroupfs.NODE_CONTROLLERS):
+            try:
+                cgroupfs.remove(path)
+            except (FaultError, OSError):
+                pass  # measured afterwards by the caller's leftover scan
 
 
 def _left_by_failed(state: Path, journal: Journal, failed: list[dict]) -> list[str]:

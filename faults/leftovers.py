@@ -57,7 +57,7 @@ def scan_leftovers(state_dir: str | os.PathLike[str], roots: list[str] | None = 
         if under(s["path"]):
             found.append(f"swap {s['path']} active")
     for run_id in run_ids:
-        for path in cgroupfs.run_dirs(run_id, ("memory", "blkio", "freezer", "cpu")):
+        for path in cgroupfs.run_dirs(run_id, cgroupfs.NODE_CONTROLLERS):
             for dirpath, _dirs, _files in os.walk(path):
                 found.append(f"cgroup {dirpath}" + _cgroup_detail(dirpath))
     found += _net_left(entries)

@@ -14,6 +14,8 @@ from faults.system.procs import ProcId
 
 OUR_DIR = "rmq-chaos"
 """Every cgroup we create lives below `<controller root>/rmq-chaos/`."""
+NODE_CONTROLLERS = ("memory", "blkio", "freezer", "cpu")
+"""The controllers a node's groups are made in (`harness.resources.cgroups`)."""
 V2_NAMES = {"blkio": "io", "freezer": "freezer", "memory": "memory", "cpu": "cpu", "io": "io"}
 REMOVE_TIMEOUT_S = 10.0
 

@@ -12,7 +12,7 @@ from faults.system.tools import require_root
 from faults.undo import run_ops, undo_entry
 
 KIND = "resource:cgroups"
-DEFAULT_CONTROLLERS = ("memory", "blkio", "freezer", "cpu")
+DEFAULT_CONTROLLERS = cgroupfs.NODE_CONTROLLERS
 NAME_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
 
 
