@@ -5,12 +5,14 @@ from __future__ import annotations
 import errno
 import glob
 import os
+import time
 from dataclasses import dataclass
 
 from faults.errors import ToolError
 from faults.system.tools import run_tool
 
 READONLY_OPTIONS = ("ro", "emergency_ro")
+E2FSCK_IN_USE_TIMEOUT_S = 15.0
 """Mount options that mean the filesystem refuses writes (`emergency_ro`: ext4 after an error, kernel >= 6.x)."""
 
 
@@ -137,9 +139,19 @@ def thaw(target: str) -> bool:
     raise ToolError(f"fsfreeze --unfreeze {target}: {proc.stderr.strip()}")
 
 
-def e2fsck(device: str) -> tuple[int, str]:
-    """`e2fsck -f -y`; exit 0 (clean) and 1 (errors corrected) are success, the rest raise."""
-    proc = run_tool(["e2fsck", "-f", "-y", device], ok_codes=(0, 1))
+def e2fsck(device: str, in_use_timeout_s: float = E2FSCK_IN_USE_TIMEOUT_S) -> tuple[int, str]:
+    """`e2fsck -f -y`; exit 0 (clean) and 1 (errors corrected) are success, the rest raise. A device still "in use"
+    right after its umount (exit 8: a copy of the mount lives on in a mount namespace made meanwhile, e.g. by an
+    `ip netns exec`, until that namespace's last process ends) is tried again every 0.2 s for `in_use_timeout_s`."""
+    deadline = time.monotonic() + in_use_timeout_s
+    while True:
+        proc = run_tool(["e2fsck", "-f", "-y", device], ok_codes=(0, 1, 8))
+        if proc.returncode != 8:
+            break
+        if "in use" not in proc.stdout + proc.stderr or time.monotonic() >= deadline:
+            msg = (proc.stderr.strip() or proc.stdout.strip() or "no output").splitlines()[-1]
+            raise ToolError(f"e2fsck -f -y {device}: exit 8: {msg}")
+        time.sleep(0.2)
     tail = [line for line in proc.stdout.splitlines() if line.strip()] or \
         [line for line in proc.stderr.splitlines() if line.strip()]
     return proc.returncode, (tail[-1] if tail else "")

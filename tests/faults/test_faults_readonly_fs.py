@@ -98,3 +98,30 @@ def test_cleanup_after_the_store_was_taken_down_leaves_the_loop_number_it_had_al
         if mounts.mount_at(mount) is not None:
             mounts.umount(mount)
         subprocess.run(["losetup", "-d", device], check=False)
+
+
+def test_e2fsck_waits_while_a_copy_of_the_mount_lives_in_another_namespace(tmp_path):
+    """The revert's e2fsck right after its umount: a mount namespace made meanwhile (`ip netns exec`, `unshare -m`)
+    keeps a copy of the mount, and the device "in use" (exit 8), until its last process ends; e2fsck waits for it."""
+    image, mount = tmp_path / "store.img", tmp_path / "store"
+    mount.mkdir()
+    subprocess.run(["truncate", "-s", "16M", str(image)], check=True)
+    subprocess.run(["mkfs.ext4", "-q", "-F", str(image)], check=True)
+    dev = subprocess.run(["losetup", "-f", "--show", str(image)], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    holder = None
+    try:
+        subprocess.run(["mount", dev, str(mount)], check=True)
+        holder = subprocess.Popen(["unshare", "-m", "--propagation", "private", "sleep", "3"])
+        poll(lambda: os.readlink(f"/proc/{holder.pid}/ns/mnt") != os.readlink("/proc/self/ns/mnt"), 10,
+             "the holder's own mount namespace (a copy of every mount, the store's among them)")
+        subprocess.run(["umount", str(mount)], check=True)
+        assert subprocess.run(["e2fsck", "-f", "-y", dev], capture_output=True).returncode == 8  # in use now
+        rc, _ = mounts.e2fsck(dev)
+        assert rc in (0, 1) and holder.poll() is not None  # it waited for the copy to go
+    finally:
+        if holder is not None and holder.poll() is None:
+            holder.kill()
+            holder.wait()
+        subprocess.run(["umount", str(mount)], capture_output=True, check=False)
+        subprocess.run(["losetup", "-d", dev], check=False)
