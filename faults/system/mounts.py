@@ -12,8 +12,9 @@ from faults.errors import ToolError
 from faults.system.tools import run_tool
 
 READONLY_OPTIONS = ("ro", "emergency_ro")
-E2FSCK_IN_USE_TIMEOUT_S = 15.0
 """Mount options that mean the filesystem refuses writes (`emergency_ro`: ext4 after an error, kernel >= 6.x)."""
+E2FSCK_IN_USE_TIMEOUT_S = 15.0
+"""How long `e2fsck` waits for a device still "in use" right after its umount."""
 
 
 def unescape_octal(field: str) -> str:
