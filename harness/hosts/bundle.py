@@ -17,6 +17,7 @@ import os
 import re
 import sys
 import tarfile
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -104,13 +105,19 @@ def build_bundle() -> Bundle:
     target = CACHE / f"bundle-{digest}.tar"
     if not target.exists():
         CACHE.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_suffix(".tmp")
-        with tarfile.open(tmp, "w") as tar:
-            for path, name in members:
-                tar.add(path, arcname=name, recursive=False)
-            info = tarfile.TarInfo(MARKER)
-            data = digest.encode()
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-        os.replace(tmp, target)
+        # a name of this writer's own: two runs started together both build it (a shared name was renamed away
+        # under the other: "No such file or directory: ...bundle-<hash>.tmp")
+        fd, tmp = tempfile.mkstemp(dir=CACHE, prefix=f".bundle-{digest}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f, tarfile.open(fileobj=f, mode="w") as tar:
+                for path, name in members:
+                    tar.add(path, arcname=name, recursive=False)
+                info = tarfile.TarInfo(MARKER)
+                data = digest.encode()
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
     return Bundle(target, digest, python, machine)

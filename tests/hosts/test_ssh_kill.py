@@ -50,13 +50,15 @@ def _start_and_kill(cluster, tmp_path: Path) -> tuple[Path, Path]:
     scenario = tmp_path / "killed.yaml"
     scenario.write_text(SCENARIO, encoding="utf-8")
     state, out = tmp_path / "state", tmp_path / "runs"
-    proc = cluster.rmq_chaos(["run", str(scenario), "--out", str(out), "--hosts", str(cluster.inventory),
-                              "--no-report"], state, stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    err = tmp_path / "run.stderr"
+    with err.open("wb") as sink:
+        proc = cluster.rmq_chaos(["run", str(scenario), "--out", str(out), "--hosts", str(cluster.inventory),
+                                  "--no-report"], state, stderr=sink, stdout=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + START_S
         verified: set[str] = set()
         while verified != {"stopped", "cut"}:
-            assert proc.poll() is None, f"rmq-chaos exited early with {proc.returncode}"
+            assert proc.poll() is None, f"rmq-chaos exited early with {proc.returncode}: {err.read_text()[-2000:]}"
             assert time.monotonic() < deadline, "the faults were not verified in time"
             runs = list(out.iterdir()) if out.exists() else []
             if runs and (runs[0] / "events.jsonl").exists():
