@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 import socket
+from collections import deque
 
 LOW, HIGH = 20000, 30000
 ATTEMPTS = 500
@@ -22,23 +23,26 @@ def is_free(port: int, host: str = HOST) -> bool:
 
 
 class PortPicker:
-    """Hands out ports that are free now and not handed out before by this picker."""
+    """Hands out ports that are free now and not handed out before by this picker (of its last `remember` ports,
+    when given: a long-lived picker forgets the oldest, whose nodes have bound them or ended), from `low`-`high`."""
 
-    def __init__(self, seed: int | None = None, host: str = HOST) -> None:
+    def __init__(self, seed: int | None = None, host: str = HOST, *, low: int = LOW, high: int = HIGH,
+                 remember: int | None = None) -> None:
         self._rng = random.Random(seed)
-        self._taken: set[int] = set()
-        self.host = host
+        self._taken: deque[int] = deque(maxlen=remember)
+        self.host, self.low, self.high = host, low, high
 
     def block(self, offsets: tuple[int, ...]) -> int:
         """A base port `p` such that every `p + offset` is free; all of them are then taken."""
-        for _ in range(ATTEMPTS):
-            p = self._rng.randrange(LOW + 2, HIGH - 2)
+        lo, hi = self.low - min(0, *offsets), self.high - max(0, *offsets)
+        for _ in range(ATTEMPTS if lo < hi else 0):
+            p = self._rng.randrange(lo, hi)
             ports = [p + o for o in offsets]
             if any(x in self._taken for x in ports) or not all(is_free(x, self.host) for x in ports):
                 continue
-            self._taken.update(ports)
+            self._taken.extend(ports)
             return p
-        raise OSError(f"no free ports {offsets} around {LOW}-{HIGH} on {self.host} after {ATTEMPTS} tries")
+        raise OSError(f"no free ports {offsets} around {self.low}-{self.high} on {self.host} after {ATTEMPTS} tries")
 
     def one(self) -> int:
         return self.block((0,))

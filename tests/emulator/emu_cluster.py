@@ -6,13 +6,10 @@ The tests drive it with the real client (`remoting`): `BrokerAdmin` for admin ca
 from __future__ import annotations
 
 import os
-import random
 import signal
-import socket
 import subprocess
 import sys
 import time
-from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,6 +17,7 @@ from waiting import poll
 
 from faults.journal import Journal
 from faults.target import NodeTarget
+from harness.backends.ports import PortPicker
 from harness.resources.cgroups import NodeCgroups
 from harness.resources.loop_store import LoopStore
 from remoting.admin import BrokerAdmin
@@ -38,8 +36,10 @@ SMALL_HEAP = "-Xms32m -Xmx32m -Xmn16m"
 PORT_BASE, PORT_BLOCK, PORT_BLOCKS = 30000, 900, 3
 """Test clusters' ports: 30000-32699 in three blocks, above the harness's own nodes' range (20000-29999,
 `harness.backends.ports`) and below Linux's default ephemeral range (32768-60999)."""
-_handed_out: deque[int] = deque(maxlen=256)
-"""The ports this process handed out last (a node may not have bound its port yet)."""
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "gw0")[2:]
+_LOW = PORT_BASE + (int(_WORKER) if _WORKER.isdigit() else 0) % PORT_BLOCKS * PORT_BLOCK
+_PICKER = PortPicker(low=_LOW, high=_LOW + PORT_BLOCK, remember=256)
+"""Remembers the ports this process handed out last (a node may not have bound its port yet)."""
 
 
 def free_port_pair() -> int:
@@ -47,23 +47,7 @@ def free_port_pair() -> int:
     block below the kernel's ephemeral range: a port drawn from that range (bind to 0) can be taken, between this
     check and the node's bind, as the local port of any outgoing connection on the machine (a CI run failed so:
     "Address already in use"), and another worker's cluster never draws from this block."""
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")[2:]
-    low = PORT_BASE + (int(worker) if worker.isdigit() else 0) % PORT_BLOCKS * PORT_BLOCK
-    for _ in range(400):
-        port = random.randrange(low, low + PORT_BLOCK - 1)
-        if port in _handed_out or port + 1 in _handed_out:
-            continue
-        try:
-            with socket.socket() as a, socket.socket() as b:
-                a.bind(("127.0.0.1", port))
-                b.bind(("127.0.0.1", port + 1))
-        except OSError:
-            continue
-        _handed_out.extend((port, port + 1))
-        return port
-    raise RuntimeError("no free port pair on 127.0.0.1")
-
-
+    return _PICKER.block((0, 1))
 
 
 @dataclass

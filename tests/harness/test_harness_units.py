@@ -104,6 +104,16 @@ def test_port_picker_gives_free_distinct_blocks() -> None:
     assert len({picker.one() for _ in range(20)} | {listen, ha}) == 22
 
 
+def test_port_picker_keeps_to_its_range_and_forgets_the_oldest_past_its_memory() -> None:
+    picker = PortPicker(seed=3, low=31990, high=32000, remember=4)
+    pairs = [picker.block((0, 1)) for _ in range(2)]
+    assert all(31990 <= p and p + 1 < 32000 for p in pairs) and len({*pairs, *(p + 1 for p in pairs)}) == 4
+    with pytest.raises(OSError, match="31990-31991"):
+        PortPicker(seed=3, low=31990, high=31991).block((0, 1))
+    drawn = {picker.block((0,)) for _ in range(40)}  # 10 ports, 4 remembered: the oldest come back
+    assert drawn <= set(range(31990, 32000)) and len(drawn) > 4
+
+
 def test_run_directory_writer(tmp_path: Path) -> None:
     s = Scenario.model_validate(SCENARIO)
     rd = RunDir.create(tmp_path, s, run_id="r1")
