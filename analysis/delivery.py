@@ -9,6 +9,8 @@ A phase was not delivered when:
 - it ran (a `phase_start`) with a load running and not a single request row carries its name;
 - the harness failed (`harness_failed`: a recorder that could not write, a load process that died) while it ran or
   within `FLUSH_GRACE_S` after it ended (rows of it may still have been waiting to be written);
+- a consumer group that must keep up (`keep_up`) did not (`consumers_behind`: its clients held pulls back in it,
+  and no fault of the phase acts on the group);
 - it did not finish (no `phase_end`: an interrupt, a failure): every metric over it is unknown, whatever it is.
 
 Rows are incomplete for the loss check (acknowledged sends may have no row, so "nothing lost" cannot be claimed)
@@ -86,6 +88,10 @@ def delivery(run, phase_rows: dict[str, int]) -> Delivery:
                                "dropped (not started within the load's max_lag of their intended time)")
         elif run.open_load and phase_rows.get(ph.name, 0) == 0 and (ph.seconds or 0) > 0:
             d.gaps[ph.name] = f"phase {ph.name!r} has no sends: the load sent nothing in it"
+        elif behind := next((b for b in timeline.consumers_behind if b.get("phase") == ph.name), None):
+            d.gaps[ph.name] = (f"consumer group {behind.get('group')!r} did not keep up in phase {ph.name!r}: its "
+                               f"clients held pulls back {behind.get('flow_control')} times (flow control), and the "
+                               "scenario says it must keep up (keep_up)")
         else:
             for f in load_failures:
                 at = f.get("wall_ns")

@@ -82,6 +82,7 @@ class Timeline:
     readback_nodes: list[str] | None = None
     error: str | None = None
     failures: list[dict[str, Any]] = field(default_factory=list)  # harness_failed events (part, error, wall_ns, ...)
+    consumers_behind: list[dict[str, Any]] = field(default_factory=list)  # phase, group, flow_control, ...
     searched: list[str] = field(default_factory=list)  # phases with a sustainable-rate search (`search_start`)
 
     @property
@@ -141,6 +142,8 @@ def build_timeline(events: Iterable[Mapping[str, Any]]) -> Timeline:
                 ph.end_ns, ph.ended = wall, True
         elif name == c.EVENT_FAULT:
             _fault_event(faults, ev, wall)
+        elif name == c.EVENT_CONSUMERS_BEHIND:
+            tl.consumers_behind.append({k: v for k, v in ev.items() if isinstance(v, str | int) or v is None})
         elif name == c.EVENT_HARNESS_FAILED:
             tl.failures.append({k: v for k, v in ev.items() if isinstance(v, str | int | float | bool) or v is None})
         elif name == c.EVENT_READBACK_START:

@@ -14,6 +14,8 @@ before the load, drained after the load, stopped before the read-back (and in th
   `consumers_drain` (per-group lag at the end, `drained`).
 - `stop()`: `fleet.stop()`, event `consumers_stop` (rows per group); idempotent. `close()`: the lag collector's
   last rows, the journal entry closed.
+- `judge_phase(...)`: at each phase's end, a group that must keep up (`keep_up`) whose clients held pulls back
+  (flow control) in a phase without a fault on the group: event `consumers_behind`, a yellow line.
 - `watch(on_lost, intended)`: a thread that notices within `WATCH_S` a consumer process that ended on its own (the
   OOM killer, a SIGKILL not from a fault, its records could not be written) and reports it once (`on_lost(error,
   t_ns)`); a process a fault of the run acts on (`intended(worker)`) is the scenario's business, not a loss.
@@ -31,6 +33,7 @@ from faults.system.procs import TAG_ENV, ProcId
 from faults.target import NodeTarget
 from harness.collectors.consumer_lag import ConsumerLagCollector, broker_stats_fetch, lag_of
 from harness.scenario import GROUP_TARGET_PREFIX
+from harness.scenario.consumers import target_group
 
 KIND = "resource:consumers"
 START_TIMEOUT_S = 60.0
@@ -244,6 +247,26 @@ class ConsumerStage:
                     return
 
         threading.Thread(target=loop, name="consumer-watch", daemon=True).start()
+
+    def judge_phase(self, phase: str, start_ns: int, end_ns: int, targets: list[str]) -> list[dict[str, Any]]:
+        """Each group that must keep up (`keep_up`) and whose clients held pulls back in the phase, unless a fault of
+        the phase (`targets`) acts on the group: event `consumers_behind` (the analysis makes the phase's
+        expectations unknown) and a line. The processes report every 0.5 s, so the phase's last half second may
+        count toward the next phase."""
+        out = []
+        for g in self.section.groups:
+            if not g.keep_up or any(target_group(t) == g.name for t in targets):
+                continue
+            held = self.fleet.flow_control_between(g.name, start_ns, end_ns)
+            if held:
+                event = {"phase": phase, "group": g.name, "flow_control": held,
+                         "pull_threshold_for_queue": g.pull_threshold_for_queue}
+                self.rd.event("consumers_behind", **event)
+                self.say(f"{phase}: consumer group {g.name} did not keep up: its clients held pulls back {held} "
+                         f"times (over {g.pull_threshold_for_queue} messages cached in a queue); the expectations "
+                         "over this phase will be unknown", "yellow")
+                out.append(event)
+        return out
 
     def stop(self) -> dict[str, Any] | None:
         self._watching.set()

@@ -266,6 +266,8 @@ class Runner:
             else:
                 clock.wait_until(w.end_s, self._stop, tick)
             self._watch.check()
+            if stage.consumers is not None:
+                stage.consumers.judge_phase(w.name, started["wall_ns"], time.time_ns(), [f.target for f in w.faults])
             if any(f.revert == "phase_end" for f in w.faults):
                 progress.step(f"{w.name}: reverting {', '.join(f.id or f.kind for f in w.faults)}")
                 driver.revert("phase_end")

@@ -60,6 +60,10 @@ class GroupSpec(BaseModel):
                                            "(ms): how often the client refreshes its routes from the name server")
     reconsume_share: float | None = Field(default=None, ge=0, le=1, description="share of messages answered "
                                                                                  "RECONSUME_LATER the first time")
+    keep_up: bool = Field(default=False, description="the group must keep up with the load: a phase without a "
+                          "fault on the group in which its clients held pulls back (flow control: more than "
+                          "pull_threshold_for_queue messages cached in a queue, or too wide a span) was not "
+                          "delivered, and every expectation over it is unknown")
     profile: Literal["java-4.9.1", "java-4.9.3", "java-5.3"] | None = Field(
         default=None, description="client version profile; default: the fleet's")
 

@@ -66,6 +66,14 @@ class ConsumerWorker:
     ready: threading.Event = field(default_factory=threading.Event, repr=False)
     result: dict[str, Any] | None = None
     salvaged: int = 0
+    flow_control: list[tuple[int, int]] = field(default_factory=list, repr=False)
+    """(wall ns, times so far) as the process reported them: how often its client held a pull back."""
+
+    def flow_control_between(self, start_ns: int, end_ns: int) -> int:
+        """Pulls held back (flow control) reported in [start_ns, end_ns)."""
+        before = [n for t, n in self.flow_control if t < start_ns]
+        within = [n for t, n in self.flow_control if start_ns <= t < end_ns]
+        return max(within) - (before[-1] if before else 0) if within else 0
 
     @property
     def pid(self) -> int:
@@ -157,6 +165,8 @@ class ConsumerFleet:
             if msg.get("type") == "ready":
                 w.client_id = msg.get("client_id")
                 w.ready.set()
+            elif msg.get("type") == "flow_control" and isinstance(msg.get("t_ns"), int):
+                w.flow_control.append((msg["t_ns"], int(msg.get("times") or 0)))
             elif msg.get("type") in ("stopped", "failed"):
                 w.result = msg
 
@@ -188,6 +198,12 @@ class ConsumerFleet:
             raise ConsumerError(f"consumer target {target!r}: not a group ({', '.join(self.groups)}) nor a worker "
                                 f"({', '.join(self.workers)})")
         return [w]
+
+    def flow_control_between(self, group: str, start_ns: int, end_ns: int) -> int:
+        """Pulls the group's processes (restarted ones too) held back in [start_ns, end_ns), as reported."""
+        with self._lock:
+            history = [w for w in self.history if w.group == group]
+        return sum(w.flow_control_between(start_ns, end_ns) for w in history)
 
     def pids(self, target: str | None = None) -> list[int]:
         """Pids of the live workers of `target` (a group or worker; None: all)."""

@@ -23,6 +23,7 @@ EVENT_NODE_EXIT = "node_exit"
 EVENT_CONSUMERS_START = "consumers_start"  # groups, workers, pids, listed, queues_owned, ready_s
 EVENT_CONSUMERS_DRAIN = "consumers_drain"  # lag (per group at the end), drained, waited_s
 EVENT_CONSUMERS_STOP = "consumers_stop"  # rows (per group)
+EVENT_CONSUMERS_BEHIND = "consumers_behind"  # phase, group, flow_control, pull_threshold_for_queue (keep_up)
 EVENT_HARNESS_FAILED = "harness_failed"  # part (load, consumers, metrics, read-back, events), error, phase, at_s
 EVENT_RUN_INTERRUPTED = "run_interrupted"  # signal, phase, at_s: the moment a signal reached the run
 EVENT_HOST_CLOCK = "host_clock"  # host, when (start/end), offset_ns (host - control node), error_ns
@@ -34,7 +35,8 @@ EVENTS: tuple[str, ...] = (
     EVENT_RUN_START, EVENT_RUN_END, EVENT_CLUSTER_UP, EVENT_CLUSTER_READY, EVENT_CLUSTER_DOWN,
     EVENT_PHASE_START, EVENT_PHASE_END, EVENT_FAULT, EVENT_READBACK_START, EVENT_READBACK_END,
     EVENT_LOAD_START, EVENT_LOAD_STOP, EVENT_NODE_EXIT, EVENT_CONSUMERS_START, EVENT_CONSUMERS_DRAIN,
-    EVENT_CONSUMERS_STOP, EVENT_HARNESS_FAILED, EVENT_RUN_INTERRUPTED, EVENT_HOST_CLOCK, EVENT_ROLES,
+    EVENT_CONSUMERS_STOP, EVENT_CONSUMERS_BEHIND, EVENT_HARNESS_FAILED, EVENT_RUN_INTERRUPTED, EVENT_HOST_CLOCK,
+    EVENT_ROLES,
     EVENT_SEARCH_START, EVENT_SEARCH_STEP, EVENT_SEARCH_END,
 )
 

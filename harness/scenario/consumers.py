@@ -61,3 +61,11 @@ def target_problem(target: str, section: ConsumersSection | None) -> str | None:
     if group is None or int(m["index"]) >= group.consumers:
         return f"{target!r} is not a consumer process of this scenario; allowed: {allowed}"
     return None
+
+
+def target_group(target: str) -> str | None:
+    """The consumer group a fault target acts on (`consumer:<group>` or `<group>.c<i>`), None for a node."""
+    if target.startswith(GROUP_TARGET_PREFIX):
+        return target[len(GROUP_TARGET_PREFIX):]
+    m = WORKER_TARGET_RE.match(target)
+    return m["group"] if m else None
