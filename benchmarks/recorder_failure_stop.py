@@ -14,8 +14,9 @@ file, on the run directory's own filesystem, keeps the run's account. From `even
 
     sudo .venv/bin/python benchmarks/recorder_failure_stop.py --rounds 3 [--after-verify-s 15]
 
-The load stops once its sends in flight have ended: with `--after-verify-s 15` the slave's store has stalled the
-master's sends (docs/harness.md, the SIGINT rounds), so the stop can wait for their timeouts.
+With `--after-verify-s 45` the slave's store has stalled the master's sends (docs/harness.md, the SIGINT rounds):
+a load whose recorder failed abandons its sends in flight at once instead of waiting for their timeouts. `--keep`
+keeps each round's directory (the load's log, events) and names it.
 """
 from __future__ import annotations
 
@@ -102,6 +103,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--after-verify-s", type=float, default=0.0,
                     help="fill the disk this long after the fault is verified (default 0)")
+    ap.add_argument("--keep", action="store_true", help="keep each round's directory (logs, events) and name it")
     args = ap.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("recorder_failure_stop: run as root (loop mounts, cgroups, the readonly_fs fault)")
@@ -112,7 +114,9 @@ def main() -> None:
         try:
             r = one_round(work, env, args.after_verify_s)
         finally:
-            shutil.rmtree(work, ignore_errors=True)
+            if not args.keep:
+                shutil.rmtree(work, ignore_errors=True)
+        r["work"] = str(work) if args.keep else None
         stops.append(r["stop_s"])
         print(json.dumps({"round": i + 1, **r}), flush=True)
     met = [s for s in stops if s is not None and s < 1.0]

@@ -103,7 +103,10 @@ class LoadPlugin:
         # Before Locust stops the users: no new sends, and the sends in flight finish, so Locust's kill of a user
         # it saw waiting can never land in the middle of a send.
         # Once this process's rows can no longer be written (its recorder failed), waiting for the sends in flight
-        # records nothing and only keeps the run going: they are abandoned at once (counted as in flight).
+        # records nothing and only keeps the run going: they are abandoned at once (counted as in flight), and
+        # Locust kills their users without its straggler second (stop_users reads stop_timeout after this event).
+        if self.failure is not None:
+            self.environment.stop_timeout = 0
         if self.ctx is not None:
             self.ctx.drain_in_flight(0.0 if self.failure is not None else self.spec.drain_s)
 
