@@ -22,6 +22,7 @@ import yaml
 
 from analysis import contract as c
 from analysis.boundedyaml import YamlLimit, read_capped, safe_load_bounded
+from analysis.contract.compact import superseded
 from analysis.coverage import Coverage, describe_unread
 from analysis.delivery import read_drops
 from analysis.errors import RunDirError, list_at
@@ -321,7 +322,10 @@ def _screen_parts(directory: Path, schema: pa.Schema) -> tuple[list[Path], list[
     if not directory.is_dir():
         return [], []
     good, bad = [], []
+    held = superseded(directory)  # parts a compaction cut short left beside the file that holds them
     for path in sorted(directory.glob(c.PART_GLOB)):
+        if path.name in held:
+            continue
         if not path.is_file():  # a FIFO would block the reader, a directory is no part
             bad.append(f"{path.name}: not a regular file")
             continue

@@ -133,6 +133,7 @@ class Runner:
                 signal.signal(s, h)
             run_ids.release(rd.run_id)  # the cluster is down (a kept one keeps its cgroups, which hold the name)
         rd.event("run_end", run_id=rd.run_id, scenario=self.scenario.name, status=status, error=error)
+        self._compact(rd)
         code = self._analysis(rd, status)
         return RunResult(rd.root, status, error, code)
 
@@ -380,6 +381,24 @@ class Runner:
             progress.step("cluster: taking it down")
             attempt("cluster down", backend.down)
         return errors
+
+    def _compact(self, rd: RunDir) -> None:
+        """Every writer has stopped: merge the run's many small part files (`analysis.contract.compact`; the
+        analysis pays per file). A failure (a full disk) leaves the parts as they were, and is said in a line."""
+        from analysis.contract.compact import compact_run
+        from analysis.rundir import SCHEMAS
+
+        t0 = time.monotonic()
+        try:
+            done = compact_run(rd.root, SCHEMAS)
+        except Exception as err:  # noqa: BLE001 - the parts as written are still whole and readable
+            if self._progress:
+                self._progress.step(f"part files not compacted ({type(err).__name__}: {err}); the analysis reads "
+                                    "them as written", "yellow")
+            return
+        if done and self._progress:
+            self._progress.step(f"part files: {sum(d.sources for d in done)} compacted into "
+                                f"{sum(len(d.files) for d in done)} in {time.monotonic() - t0:.1f} s")
 
     def _analysis(self, rd: RunDir, status: str) -> int:
         """`rmq-chaos report RUN_DIR` in a child process (Spark stays out of this one); its exit code is the verdict.

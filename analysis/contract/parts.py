@@ -79,21 +79,26 @@ def write_part(rows: pa.Table | Iterable[Mapping[str, Any]], directory: str | os
     tmp = d / f".{final.name}.{os.getpid()}.tmp"
     try:
         pq.write_table(table, tmp, compression="zstd")
-        fd = os.open(tmp, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.rename(tmp, final)
+        commit_file(tmp, final)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    dfd = os.open(d, os.O_RDONLY)
+    return final
+
+
+def commit_file(tmp: Path, final: Path) -> None:
+    """Make a fully written `tmp` the file `final` durably: fsync it, rename it, fsync the directory."""
+    fd = os.open(tmp, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.rename(tmp, final)
+    dfd = os.open(final.parent, os.O_RDONLY)
     try:
         os.fsync(dfd)
     finally:
         os.close(dfd)
-    return final
 
 
 class PartWriter:

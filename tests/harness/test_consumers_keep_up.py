@@ -64,6 +64,8 @@ def test_a_group_that_must_keep_up_and_does_not_makes_its_phase_unknown(tmp_path
         assert proc.returncode == 0, err
         gaps = delivery(open_run_dir(run_dir), {"warmup": 1, "calm": 1, "stuck": 1}).gaps
         assert "'slow' did not keep up in phase 'calm'" in gaps["calm"] and "stuck" not in gaps, gaps
+        for sub in ("requests", "consumes"):  # the run's end merged each directory's parts (analysis.contract.compact)
+            assert [p.name for p in (run_dir / sub).glob("part-*")] == ["part-compacted-000000.parquet"], sub
         assert_nothing_left(state, run_dir.name)
     finally:
         end_run(proc, state)
