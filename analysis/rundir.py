@@ -23,6 +23,7 @@ import yaml
 from analysis import contract as c
 from analysis.boundedyaml import YamlLimit, read_capped, safe_load_bounded
 from analysis.contract.compact import superseded
+from analysis.contract.schemas import PART_SCHEMAS
 from analysis.coverage import Coverage, describe_unread
 from analysis.delivery import read_drops
 from analysis.errors import RunDirError, list_at
@@ -91,8 +92,7 @@ EVENT_NUMBERS = ("wall_ns", "duration_s", "rate", "index", "rows")
 LAG_PARTS = f"{c.METRICS_DIR}/{c.CONSUMER_LAG_DIR}"
 """The key of the consumer lag parts in `RunDir.parts` (its directory relative to the run directory)."""
 
-SCHEMAS = {c.REQUESTS_DIR: c.REQUEST_SCHEMA, c.METRICS_DIR: c.METRICS_SCHEMA, c.READBACK_DIR: c.READBACK_SCHEMA,
-           c.CONSUMES_DIR: c.CONSUME_SCHEMA, LAG_PARTS: c.CONSUMER_LAG_SCHEMA, c.SCHEDULE_DIR: c.SCHEDULE_SCHEMA}
+SCHEMAS = PART_SCHEMAS
 
 
 def open_run_dir(path: str | Path) -> RunDir:

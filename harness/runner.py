@@ -16,7 +16,6 @@ directory stays analyzable. A second signal during that clean-up is ignored (rep
 from __future__ import annotations
 
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -25,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness import run_ids
+from harness import run_end, run_ids
 from harness.faultdriver import FaultDriver
 from harness.progress import RunProgress
 from harness.readback import describe, incomplete_queues
@@ -35,7 +34,7 @@ from harness.scenario.phases import INTERRUPTED_PHASE
 from harness.timeline import Clock, build_timeline
 from harness.watch import HarnessFailed, RunWatch
 
-EXIT_UNKNOWN = 2
+EXIT_UNKNOWN = run_end.EXIT_UNKNOWN
 READBACK_END_QUEUE_KEYS = ("node", "broker", "queue_id", "status", "read_to", "max_offset", "rows", "error",
                            "response_code", "remark")
 """What `readback_end.incomplete` says of each queue not read completely (the whole entry is in queues.json)."""
@@ -133,7 +132,7 @@ class Runner:
                 signal.signal(s, h)
             run_ids.release(rd.run_id)  # the cluster is down (a kept one keeps its cgroups, which hold the name)
         rd.event("run_end", run_id=rd.run_id, scenario=self.scenario.name, status=status, error=error)
-        self._compact(rd)
+        run_end.compact_parts(rd.root, self._say)
         code = self._analysis(rd, status)
         return RunResult(rd.root, status, error, code)
 
@@ -382,39 +381,15 @@ class Runner:
             attempt("cluster down", backend.down)
         return errors
 
-    def _compact(self, rd: RunDir) -> None:
-        """Every writer has stopped: merge the run's many small part files (`analysis.contract.compact`; the
-        analysis pays per file). A failure (a full disk) leaves the parts as they were, and is said in a line."""
-        from analysis.contract.compact import compact_run
-        from analysis.rundir import SCHEMAS
-
-        t0 = time.monotonic()
-        try:
-            done = compact_run(rd.root, SCHEMAS)
-        except Exception as err:  # noqa: BLE001 - the parts as written are still whole and readable
-            if self._progress:
-                self._progress.step(f"part files not compacted ({type(err).__name__}: {err}); the analysis reads "
-                                    "them as written", "yellow")
-            return
-        if done and self._progress:
-            self._progress.step(f"part files: {sum(d.sources for d in done)} compacted into "
-                                f"{sum(len(d.files) for d in done)} in {time.monotonic() - t0:.1f} s")
+    def _say(self, text: str, style: str = "") -> None:
+        if self._progress:
+            self._progress.step(text, style)
 
     def _analysis(self, rd: RunDir, status: str) -> int:
-        """`rmq-chaos report RUN_DIR` in a child process (Spark stays out of this one); its exit code is the verdict.
-        A run that did not complete is never 0."""
+        """The verdict's exit code (`harness.run_end.analyze`); without the analysis, whether the run completed."""
         if not self.analyze:
             return 0 if status == STATUS_COMPLETED else EXIT_UNKNOWN
-        rd.layout.verdict.unlink(missing_ok=True)
-        proc = subprocess.run([sys.executable, "-m", "harness.cli", "report", str(rd.root)], check=False)
-        code = proc.returncode
-        if not rd.layout.verdict.exists():
-            if self._progress:
-                self._progress.step(f"the analysis wrote no verdict (exit {code}): the run's verdict is unknown", "red")
-            return EXIT_UNKNOWN
-        if status != STATUS_COMPLETED and code == 0:
-            return EXIT_UNKNOWN
-        return code
+        return run_end.analyze(rd.root, rd.layout.verdict, status == STATUS_COMPLETED, self._say)
 
 
 def hold_until_signal() -> str:

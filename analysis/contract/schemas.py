@@ -4,6 +4,15 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from analysis.contract.layout import (
+    CONSUMER_LAG_DIR,
+    CONSUMES_DIR,
+    METRICS_DIR,
+    READBACK_DIR,
+    REQUESTS_DIR,
+    SCHEDULE_DIR,
+)
+
 REQUEST_SCHEMA = pa.schema(
     [
         pa.field("run_id", pa.string(), nullable=False),
@@ -132,3 +141,10 @@ CONSUMER_LAG_SCHEMA = pa.schema(
 )
 """Per group per queue per second, from GET_CONSUME_STATS to the master (metrics/lag/part-*.parquet). No row for a
 second whose request failed."""
+
+
+PART_SCHEMAS: dict[str, pa.Schema] = {
+    REQUESTS_DIR: REQUEST_SCHEMA, METRICS_DIR: METRICS_SCHEMA, READBACK_DIR: READBACK_SCHEMA,
+    CONSUMES_DIR: CONSUME_SCHEMA, f"{METRICS_DIR}/{CONSUMER_LAG_DIR}": CONSUMER_LAG_SCHEMA,
+    SCHEDULE_DIR: SCHEDULE_SCHEMA}
+"""Every directory of part files in a run directory (relative to it) -> the schema of its rows."""
