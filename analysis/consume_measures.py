@@ -16,6 +16,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from analysis import consumer_rules as rules
 from analysis import pagecache as pcache
 from analysis.consume_stats import ConsumeResults
 from analysis.expectations import (
@@ -31,7 +32,7 @@ from analysis.rundir import RunDir
 from analysis.timeline import NS
 
 QUANTILE_COLUMN = {0.5: "p50", 0.9: "p90", 0.99: "p99", 0.999: "p999", 1.0: "max"}
-LAG_GREW = "the broker wrote in under 10 ms; the lag is on the consumer side"
+LAG_GREW = rules.LAG_GREW
 GREW_STALL_S = 8.0
 """A group's lag grew when its committed offsets stood still this long while it had lag (the Java client persists
 offsets every 5 s, so shorter stands are normal: the healthy group of C2's backlog run on the real 4.9.1 had 2.0 s)
@@ -175,19 +176,17 @@ def _pagecache_rows(run: RunDir) -> list[dict[str, Any]]:
 
 
 def _sentences(rc: RunConsume) -> list[str]:
-    """LAG_GREW when at least FAST_SHARE of the master's puts took under 10 ms and a group's lag grew (`lag_grew`);
-    when the lag grew but the puts were slower, a sentence with the master's figures instead."""
+    """The backlog's side by `analysis.consumer_rules` (shared with diagnose): the groups whose lag grew, those
+    whose lag did not (every group consumes the run's one topic), and the master's put times over the whole run."""
     master = next((r for r in rc.pagecache if r["node"] == "master" and r["window"] == "(whole run)"), None)
-    grew = [g for g, s in rc.lag.items() if s.points and lag_grew(s.points)]
-    if master is None or master["under_10ms_share"] is None or not grew:
-        return []
-    share, groups = master["under_10ms_share"], ", ".join(sorted(grew))
-    if share >= pcache.FAST_SHARE:
-        return [f"{LAG_GREW} ({share:.1%} of the master's {master['puts']} puts took under 10 ms; lag grew in "
-                f"group {groups})"]
-    bound = master["p99_upper_ms"]
-    return [f"lag grew in group {groups}; the master's puts were not all fast: {share:.1%} of {master['puts']} "
-            f"under 10 ms, the 99th percentile up to {f'{bound:g} ms' if bound is not None else 'over 10 s'}"]
+    grew = tuple(g for g, s in rc.lag.items() if s.points and lag_grew(s.points))
+    kept = tuple(g for g, s in rc.lag.items() if s.points and g not in grew)
+    bound = master["p99_upper_ms"] if master else None
+    said = rules.sentence(rules.Backlog(
+        grew, kept, puts=master["puts"] if master else None,
+        under_10ms_share=master["under_10ms_share"] if master else None,
+        p99_upper=(f"{bound:g} ms" if bound is not None else "over 10 s") if master else None))
+    return [said] if said else []
 
 
 def measure_consumer(e: Expectation, run: RunDir, rc: RunConsume) -> Measurement:

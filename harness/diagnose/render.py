@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import textwrap
 
+from analysis import consumer_rules as rules
 from harness.diagnose.evidence import Evidence
 from harness.diagnose.fingerprints import BY_ID
 from harness.diagnose.ranking import Finding
@@ -10,6 +11,14 @@ from harness.diagnose.ranking import Finding
 WIDTH = 116
 MAX_PLACES = 6
 """Files shown per fingerprint; the rest are counted."""
+
+
+def backlog_sentence(evidence: Evidence) -> str | None:
+    """What the run report would say of the same evidence (`analysis.consumer_rules`): the groups in flow control
+    are behind; logs cannot show a group that kept up; the put times are the [PAGECACHERT] lines read."""
+    puts = evidence.pagecache_puts
+    return rules.sentence(rules.Backlog(tuple(sorted(evidence.groups_in_flow_control)), puts=puts or None,
+                                        under_10ms_share=evidence.pagecache_fast_puts / puts if puts else None))
 
 
 def render(findings: list[Finding], evidence: Evidence, written: dict[str, str]) -> str:
@@ -41,6 +50,8 @@ def render(findings: list[Finding], evidence: Evidence, written: dict[str, str])
         if m.id == "stuck-consumer-listener" and evidence.pagecache_puts:
             share = evidence.pagecache_fast_puts / evidence.pagecache_puts
             out.append(f"     [PAGECACHERT]: {share:.1%} of {evidence.pagecache_puts} puts under 10 ms")
+        if m.id == "stuck-consumer-listener" and (said := backlog_sentence(evidence)):
+            out.append(f"     so: {said}")
         out.append("   mechanism:")
         out += textwrap.wrap(m.paragraph, WIDTH, initial_indent="     ", subsequent_indent="     ")
         out.append("   the seed recommends:")
