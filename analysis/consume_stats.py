@@ -23,8 +23,10 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from analysis import contract as c
+from analysis import jvm
 from analysis.frames import read_parts, second_of, with_t0
 from analysis.rundir import LAG_PARTS, RunDir
+from analysis.stats import use_jvm
 
 BASES = ("born", "stored")
 QUANTILES = (("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("p999", 0.999))
@@ -90,11 +92,15 @@ def per_second(ce: DataFrame) -> DataFrame:
                         for i, q in enumerate(("p50", "p99"))])
 
 
-def per_phase(ce: DataFrame) -> DataFrame:
+def per_phase(ce: DataFrame, jvm_aggregates: bool | None = None) -> DataFrame:
     """Rows per (run, level, group, phase, basis): deliveries, successes, from_slave and exact nearest-rank
-    percentiles (ms, of whole microseconds) and max; levels as LEVELS. Deliveries are counted per (run, group,
-    phase, basis, microsecond) by one aggregation, the levels come from grouping sets over that small table, and
-    one window walks the cumulative counts of every (level, group, phase, basis) at once."""
+    percentiles (ms, of whole microseconds) and max; levels as LEVELS. With the JVM aggregates (`stats.use_jvm`):
+    one histogram per (run, group, phase) and basis, summed and ranked per level (`_per_phase_jvm`). Without them,
+    deliveries are counted per (run, group, phase, basis, microsecond) by one aggregation, the levels come from
+    grouping sets over that table, and one window walks the cumulative counts of every (level, group, phase, basis)
+    at once (on the real ten-minute run's 726k deliveries, local[2], warm: 8.0 s, the JVM path 2.2 s, equal rows)."""
+    if use_jvm(ce.sparkSession, jvm_aggregates):
+        return _per_phase_jvm(ce)
     both = ce.select("run_id", "group", "phase", "ok", "slave", F.explode(F.array(*[
         F.struct(F.lit(b).alias("basis"), F.col(f"{b}_us").alias("us")) for b in BASES])).alias("x"))
     counts = both.groupBy("run_id", "group", "phase", "x.basis", "x.us").agg(
@@ -119,6 +125,38 @@ def per_phase(ce: DataFrame) -> DataFrame:
         *[(F.min(F.when((F.col("n") > 0) & (F.col("cum") >= F.ceil(F.col("n") * F.lit(q))), F.col("us")))
            / F.lit(1000.0)).alias(name) for name, q in QUANTILES],
         (F.max("us") / F.lit(1000.0)).alias("max"))
+
+
+def _level_sets() -> tuple[list[list[str]], Column]:
+    """The grouping sets of LEVELS over (run_id, group, phase, basis) and the level name of each row."""
+    keys = ("run_id", "group", "phase", "basis")
+    sets = [[k for k in keys if (k != "group" or keep_g) and (k != "phase" or keep_p)]
+            for keep_g, keep_p in LEVELS.values()]
+    gid = F.grouping("group") * F.lit(2) + F.grouping("phase")  # 2: group grouped out, 1: phase grouped out
+    level = F.create_map(*[F.lit(x) for name, (keep_g, keep_p) in LEVELS.items()
+                           for x in ((0 if keep_g else 2) + (0 if keep_p else 1), name)])
+    return sets, level[gid]
+
+
+def _per_phase_jvm(ce: DataFrame) -> DataFrame:
+    """`per_phase` by the JVM aggregates: MicrosHistogram counts each (run, group, phase)'s latencies per whole
+    microsecond for both bases in one hash aggregation (a latency of whole microseconds given in ms comes back
+    as the same microsecond), and HistogramRanks sums those histograms per level and walks them."""
+    per = ce.groupBy("run_id", "group", "phase").agg(
+        F.count(F.lit(1)).alias("deliveries"), F.sum("ok").alias("ok"), F.sum("slave").alias("slave"),
+        *[F.call_function(jvm.MICROS_HISTOGRAM, F.col(f"{b}_us") / F.lit(1000.0)).alias(f"h_{b}") for b in BASES],
+        *[F.max(f"{b}_us").alias(f"m_{b}") for b in BASES])
+    stacked = per.select("run_id", "group", "phase", "deliveries", "ok", "slave", F.explode(F.array(*[
+        F.struct(F.lit(b).alias("basis"), F.col(f"h_{b}.pairs").alias("pairs"), F.col(f"m_{b}").alias("mx"))
+        for b in BASES])).alias("x")).select("run_id", "group", "phase", "deliveries", "ok", "slave", "x.*")
+    sets, level = _level_sets()
+    ranked = stacked.groupingSets(sets, "run_id", "group", "phase", "basis").agg(
+        F.sum("deliveries").alias("deliveries"), F.sum("ok").alias("successes"), F.sum("slave").alias("from_slave"),
+        F.call_function(jvm.HISTOGRAM_RANKS, F.col("pairs")).alias("r"), F.max("mx").alias("mx"),
+        level.alias("level"))
+    return ranked.select("run_id", "level", "group", "phase", "basis", "deliveries", "successes", "from_slave",
+                         *[F.col(f"r.{name}").alias(name) for name, _ in QUANTILES],
+                         (F.col("mx") / F.lit(1000.0)).alias("max"))
 
 
 def loss_and_duplicates(ce: DataFrame, enriched: DataFrame, groups: dict[str, list[str]]) -> list[dict[str, Any]]:

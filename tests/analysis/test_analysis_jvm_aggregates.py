@@ -149,3 +149,23 @@ def test_wide_latencies_over_many_partitions(spark):
     got = {(r["basis"], r["level"], r["phase"]): r.asDict() for r in stats.latency_percentiles(df, True).collect()}
     want = {(r["basis"], r["level"], r["phase"]): r.asDict() for r in stats.latency_percentiles(df, False).collect()}
     same(got, want)
+
+
+CONSUME_SCHEMA = "run_id string, group string, phase string, ok long, slave long, born_us long, stored_us long"
+micros = st.one_of(st.none(), st.sampled_from([0, 1, 1500, -2000]), st.integers(min_value=-10**6, max_value=10**9))
+
+
+@settings(max_examples=6, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.sampled_from(["r1", "r2"]), st.sampled_from(["app", "audit"]),
+                          st.sampled_from(["healthy", "frozen", None]), st.integers(0, 1), st.integers(0, 1),
+                          micros, micros), min_size=1, max_size=200))
+def test_the_consumers_per_phase_rows_agree_for_any_data(spark, rows):
+    """`consume_stats.per_phase`: every level's counts, percentiles and max the same both ways (latencies of whole
+    microseconds, negative ones from a skewed clock, nulls)."""
+    from analysis import consume_stats
+
+    df = spark.createDataFrame(rows, CONSUME_SCHEMA)
+    key = ("run_id", "level", "group", "phase", "basis")
+    got = {jvm: {tuple(r[k] for k in key): r.asDict() for r in consume_stats.per_phase(df, jvm).collect()}
+           for jvm in (True, False)}
+    same(got[True], got[False])
