@@ -94,3 +94,20 @@ def test_cleanup_command_reverts_the_faults_of_a_dead_owner(nodes, state_dir, ru
     assert ProcId.of(pid).state() not in ("T", "t", None)
     again = json.loads(cli(state_dir, "cleanup", "--state-dir", str(state_dir), "--json").stdout)
     assert again["reverted"] == [] and again["ok"]
+
+
+def test_a_fault_whose_intent_cannot_be_journaled_is_never_applied(cluster, state_dir):
+    """The state directory turned read-only under the running cluster (a bind mount of it, remounted ro): `fault
+    apply` says so (the journal, where, why, nothing changed) and the node is not frozen."""
+    (pid,) = cluster.target.pids()
+    subprocess.run(["mount", "--bind", str(state_dir), str(state_dir)], check=True)
+    try:
+        subprocess.run(["mount", "-o", "remount,bind,ro", str(state_dir)], check=True)
+        out = cli(state_dir, "fault", "apply", "freeze", "--node", "slave", "--id", "f1")
+    finally:
+        subprocess.run(["umount", str(state_dir)], check=True)
+    text = " ".join((out.stdout + out.stderr).split())  # the console wraps long lines
+    assert out.returncode == 1 and "Traceback" not in text, text
+    assert f"cannot lock the journal in {state_dir}: read-only file system; nothing was changed" in text, text
+    assert ProcId.of(pid).state() not in ("T", "t", None)
+    assert not [e for e in Journal(state_dir).open_entries() if e.kind == "fault:freeze"]
