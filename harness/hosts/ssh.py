@@ -27,7 +27,10 @@ CONNECT_TIMEOUT_S = 10
 ALIVE_INTERVAL_S = 2
 ALIVE_COUNT = 3
 """An idle connection is declared dead after ALIVE_INTERVAL_S x ALIVE_COUNT seconds without an answer."""
-PERSIST_S = 120
+PERSIST_S = 10
+"""How long a master connection outlives its last session. A run keeps its agents' channels open on them, so this
+is only how long they stay after the run's last command, or after the control node was killed (their sessions end
+when the killed process's pipes close): a new command after a longer pause pays one handshake."""
 
 
 class SshError(RuntimeError):

@@ -34,10 +34,11 @@ class Cluster:
     def workdir(self, name: str) -> Path:
         return self.base / f"work-{name}"
 
-    def rmq_chaos(self, args: list[str], state: Path, known_hosts: Path | None = None, **kw) -> subprocess.Popen:
+    def rmq_chaos(self, args: list[str], state: Path, known_hosts: Path | None = None,
+                  env_extra: dict[str, str] | None = None, **kw) -> subprocess.Popen:
         """`rmq-chaos ARGS` on the control node (the parent namespace), with this session's known_hosts."""
         env = {**os.environ, "RMQ_CHAOS_STATE": str(state), "PYTHONPATH": str(REPO),
-               "RMQ_CHAOS_KNOWN_HOSTS": str(known_hosts or self.known_hosts)}
+               "RMQ_CHAOS_KNOWN_HOSTS": str(known_hosts or self.known_hosts), **(env_extra or {})}
         env.pop("RMQ_CHAOS_TAG", None)
         argv = self.hosts.parent_argv([sys.executable, "-m", "harness.cli", *args])
         return subprocess.Popen(argv, cwd=REPO, env=env, **kw)

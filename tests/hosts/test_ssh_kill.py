@@ -51,9 +51,11 @@ def _start_and_kill(cluster, tmp_path: Path) -> tuple[Path, Path]:
     scenario.write_text(SCENARIO, encoding="utf-8")
     state, out = tmp_path / "state", tmp_path / "runs"
     err = tmp_path / "run.stderr"
+    (tmp_path / "tmp").mkdir()  # the run's ssh control sockets (rmq-ssh-*) go here, so the test can find them
     with err.open("wb") as sink:
         proc = cluster.rmq_chaos(["run", str(scenario), "--out", str(out), "--hosts", str(cluster.inventory),
-                                  "--no-report"], state, stderr=sink, stdout=subprocess.DEVNULL)
+                                  "--no-report"], state, env_extra={"TMPDIR": str(tmp_path / "tmp")}, stderr=sink,
+                                 stdout=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + START_S
         verified: set[str] = set()
@@ -67,10 +69,24 @@ def _start_and_kill(cluster, tmp_path: Path) -> tuple[Path, Path]:
             time.sleep(0.2)
         # checked before the kill: after it the agents revert at once (the channel's EOF)
         assert _master_frozen(cluster, runs[0]) and _chain_left(cluster, "n3"), "the faults were not in effect"
+        assert _ssh_masters(tmp_path), "no ssh master connection found for the run"
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait()
     return next(out.iterdir()), state
+
+
+def _ssh_masters(tmp_path: Path) -> list[int]:
+    """The run's OpenSSH master connections: processes titled `ssh: <its control dir>/cm-<host> [mux]`."""
+    mine = str(tmp_path / "tmp")
+    out = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and mine in (proc / "cmdline").read_bytes().decode(errors="replace"):
+                out.append(int(proc.name))
+        except OSError:
+            continue
+    return out
 
 
 def _leftovers(cluster, name: str) -> list[str]:
@@ -111,6 +127,9 @@ def test_the_agents_revert_their_faults_when_the_control_node_is_gone(cluster, t
     killed = time.monotonic()
     while _master_frozen(cluster, run_dir) or _chain_left(cluster, "n3"):
         assert time.monotonic() - killed < LEASE_BOUND_S, "a fault outlived its control node past the bound"
+        time.sleep(0.2)
+    while _ssh_masters(tmp_path):  # their sessions ended with the killed process; ControlPersist (10 s) then ends them
+        assert time.monotonic() - killed < LEASE_BOUND_S, f"ssh master connections left: {_ssh_masters(tmp_path)}"
         time.sleep(0.2)
     _cleanup(cluster, tmp_path, state)
     for host in ("n1", "n2", "n3", "n4"):
