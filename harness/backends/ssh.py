@@ -16,7 +16,6 @@ import io
 import json
 import shutil
 import tarfile
-import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -31,7 +30,7 @@ from harness.collectors.metrics import MetricsNode
 from harness.hosts.agent_client import AgentClient
 from harness.hosts.deploy import HostNeeds, install, preflight
 from harness.hosts.inventory import inventory_of
-from harness.hosts.ssh import SshHost
+from harness.hosts.ssh import SshHost, make_control_dir
 from harness.rundir import RunDir
 from harness.scenario import BROKER_NODES, Scenario
 
@@ -42,7 +41,6 @@ LOAD_PEER = "load-{host}"
 """A load host as a network fault's peer (a partition of the name server cuts the load's route lookups too)."""
 LEASE_S = 10.0
 """How long an agent goes on without a word from this process before it reverts its faults and exits."""
-CONTROL_DIR = Path(tempfile.gettempdir())
 
 
 def check_hosts(scenario: Scenario) -> None:
@@ -52,7 +50,7 @@ def check_hosts(scenario: Scenario) -> None:
     places = [(f"cluster.placement.{node}", w.partition(":")[0]) for node, w in scenario.cluster.placement.items()]
     places += [(f"load.hosts[{i}]", h) for i, h in enumerate(scenario.load.hosts)]
     used = {name: inventory.host(name, where) for where, name in places}  # SourceError: one line
-    control = Path(tempfile.mkdtemp(prefix="rmq-ssh-", dir=CONTROL_DIR))
+    control = make_control_dir()
     hosts = {n: SshHost(h, control) for n, h in sorted(used.items())}
     apache = scenario.cluster.program == "apache"
     needs = {w.partition(":")[0]: HostNeeds(inventory.hosts[w.partition(":")[0]].rocketmq_home,
@@ -76,7 +74,7 @@ class SshBackend(ClusterBackend):
         self.fixed_port = {n: int(w.partition(":")[2]) for n, w in scenario.cluster.placement.items()
                            if w.partition(":")[2]}
         used = {h.name: h for h in [*self.place.values(), *(self.inventory.hosts[h] for h in scenario.load.hosts)]}
-        control = Path(tempfile.mkdtemp(prefix="rmq-ssh-", dir=CONTROL_DIR))
+        control = make_control_dir()
         self.ssh = {name: SshHost(h, control) for name, h in used.items()}
         self.agents: dict[str, AgentClient] = {}
         self.control_addr: str | None = None

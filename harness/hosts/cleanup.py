@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import json
 import shlex
-import tempfile
+import shutil
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 from harness.hosts.bundle import MARKER
 from harness.hosts.inventory import Host, Inventory
-from harness.hosts.ssh import SshError, SshHost
+from harness.hosts.ssh import SshError, SshHost, make_control_dir
 
 
 def clean_host(ssh: SshHost) -> dict[str, Any]:
@@ -48,11 +47,12 @@ def clean_host(ssh: SshHost) -> dict[str, Any]:
 
 
 def clean_hosts(inventory: Inventory) -> list[dict]:
-    with tempfile.TemporaryDirectory(prefix="rmq-ssh-") as control:
-        hosts = [SshHost(h, Path(control)) for h in inventory.hosts.values()]
-        try:
-            with ThreadPoolExecutor(max_workers=max(1, len(hosts))) as pool:
-                return list(pool.map(clean_host, hosts))
-        finally:
-            for ssh in hosts:
-                ssh.close()
+    control = make_control_dir()
+    hosts = [SshHost(h, control) for h in inventory.hosts.values()]
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, len(hosts))) as pool:
+            return list(pool.map(clean_host, hosts))
+    finally:
+        for ssh in hosts:
+            ssh.close()
+        shutil.rmtree(control, ignore_errors=True)

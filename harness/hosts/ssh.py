@@ -12,9 +12,11 @@ is `SshError` with one line naming the host: unreachable, the key refused, an un
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import shlex
 import subprocess
+import tempfile
 from pathlib import Path
 
 from harness.hosts.inventory import Host
@@ -33,6 +35,20 @@ is only how long they stay after the run's last command, or after the control no
 when the killed process's pipes close): a new command after a longer pause pays one handshake."""
 
 
+SOCKET_PATH_MAX = 107
+"""A Unix socket's path is at most 107 bytes (`sun_path`, less its NUL); ssh listens on `<ControlPath>.<16 random>`
+before renaming it to the ControlPath."""
+NAME_MAX_IN_PATH = 16
+
+
+def make_control_dir() -> Path:
+    """A new private directory for the master connections' sockets: under $TMPDIR, or under /tmp when $TMPDIR is
+    too long a path for the sockets (ssh fails with "too long for Unix domain socket")."""
+    base = Path(tempfile.gettempdir())
+    longest = len(str(base)) + len("/rmq-ssh-12345678/cm-") + NAME_MAX_IN_PATH + len(".1234567890123456")
+    return Path(tempfile.mkdtemp(prefix="rmq-ssh-", dir=base if longest <= SOCKET_PATH_MAX else "/tmp"))
+
+
 class SshError(RuntimeError):
     """The host cannot be reached or used over SSH (one line naming it)."""
 
@@ -46,7 +62,8 @@ class SshHost:
         self.control_dir = Path(control_dir)
         self.known_hosts = known_hosts or os.environ.get(KNOWN_HOSTS_ENV) or str(Path.home() / ".ssh" / "known_hosts")
         self.accept_new = accept_new if accept_new is not None else os.environ.get(ACCEPT_NEW_ENV) == "1"
-        self.control_path = self.control_dir / f"cm-{host.name}"
+        name = host.name if len(host.name) <= NAME_MAX_IN_PATH else hashlib.sha256(host.name.encode()).hexdigest()[:16]
+        self.control_path = self.control_dir / f"cm-{name}"
 
     # --- the command line -------------------------------------------------------------------------------------
 

@@ -10,9 +10,11 @@ partitioned slave):
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -46,15 +48,22 @@ readback: {enabled: false}
 """
 
 
-def _start_and_kill(cluster, tmp_path: Path) -> tuple[Path, Path]:
+@pytest.fixture
+def short_tmp():
+    """A short $TMPDIR for the run (a Unix socket path has at most 107 bytes; pytest's tmp_path is long)."""
+    d = Path(tempfile.mkdtemp(prefix="rk-", dir="/tmp"))
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def _start_and_kill(cluster, tmp_path: Path, short_tmp: Path) -> tuple[Path, Path]:
     scenario = tmp_path / "killed.yaml"
     scenario.write_text(SCENARIO, encoding="utf-8")
     state, out = tmp_path / "state", tmp_path / "runs"
     err = tmp_path / "run.stderr"
-    (tmp_path / "tmp").mkdir()  # the run's ssh control sockets (rmq-ssh-*) go here, so the test can find them
-    with err.open("wb") as sink:
+    with err.open("wb") as sink:  # the run's ssh control sockets (rmq-ssh-*) go to `short_tmp`: the test finds them
         proc = cluster.rmq_chaos(["run", str(scenario), "--out", str(out), "--hosts", str(cluster.inventory),
-                                  "--no-report"], state, env_extra={"TMPDIR": str(tmp_path / "tmp")}, stderr=sink,
+                                  "--no-report"], state, env_extra={"TMPDIR": str(short_tmp)}, stderr=sink,
                                  stdout=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + START_S
@@ -69,16 +78,16 @@ def _start_and_kill(cluster, tmp_path: Path) -> tuple[Path, Path]:
             time.sleep(0.2)
         # checked before the kill: after it the agents revert at once (the channel's EOF)
         assert _master_frozen(cluster, runs[0]) and _chain_left(cluster, "n3"), "the faults were not in effect"
-        assert _ssh_masters(tmp_path), "no ssh master connection found for the run"
+        assert _ssh_masters(short_tmp), "no ssh master connection found for the run"
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait()
     return next(out.iterdir()), state
 
 
-def _ssh_masters(tmp_path: Path) -> list[int]:
+def _ssh_masters(short_tmp: Path) -> list[int]:
     """The run's OpenSSH master connections: processes titled `ssh: <its control dir>/cm-<host> [mux]`."""
-    mine = str(tmp_path / "tmp")
+    mine = str(short_tmp)
     out = []
     for proc in Path("/proc").iterdir():
         try:
@@ -122,14 +131,14 @@ def _cleanup(cluster, tmp_path: Path, state: Path) -> str:
 
 
 @pytest.mark.long
-def test_the_agents_revert_their_faults_when_the_control_node_is_gone(cluster, tmp_path: Path) -> None:
-    run_dir, state = _start_and_kill(cluster, tmp_path)
+def test_the_agents_revert_their_faults_when_the_control_node_is_gone(cluster, tmp_path: Path, short_tmp: Path) -> None:
+    run_dir, state = _start_and_kill(cluster, tmp_path, short_tmp)
     killed = time.monotonic()
     while _master_frozen(cluster, run_dir) or _chain_left(cluster, "n3"):
         assert time.monotonic() - killed < LEASE_BOUND_S, "a fault outlived its control node past the bound"
         time.sleep(0.2)
-    while _ssh_masters(tmp_path):  # their sessions ended with the killed process; ControlPersist (10 s) then ends them
-        assert time.monotonic() - killed < LEASE_BOUND_S, f"ssh master connections left: {_ssh_masters(tmp_path)}"
+    while _ssh_masters(short_tmp):  # their sessions ended with the killed process; ControlPersist (10 s) then ends them
+        assert time.monotonic() - killed < LEASE_BOUND_S, f"ssh master connections left: {_ssh_masters(short_tmp)}"
         time.sleep(0.2)
     _cleanup(cluster, tmp_path, state)
     for host in ("n1", "n2", "n3", "n4"):
@@ -137,8 +146,8 @@ def test_the_agents_revert_their_faults_when_the_control_node_is_gone(cluster, t
 
 
 @pytest.mark.long
-def test_cleanup_hosts_right_after_the_kill_leaves_nothing(cluster, tmp_path: Path) -> None:
-    run_dir, state = _start_and_kill(cluster, tmp_path)
+def test_cleanup_hosts_right_after_the_kill_leaves_nothing(cluster, tmp_path: Path, short_tmp: Path) -> None:
+    run_dir, state = _start_and_kill(cluster, tmp_path, short_tmp)
     out = _cleanup(cluster, tmp_path, state)
     assert "reverted" in out
     for host in ("n1", "n2", "n3", "n4"):
