@@ -51,10 +51,11 @@ def superseded(directory: Path) -> set[str]:
         if not is_compacted(path):
             continue
         try:
-            meta = pq.read_schema(path).metadata or {}
-        except (OSError, pa.ArrowException):
+            names = json.loads((pq.read_schema(path).metadata or {}).get(SOURCES_KEY, b"[]"))
+        except (OSError, pa.ArrowException, ValueError):  # a footer not ours (a hostile run directory): no sources
             continue
-        out.update(json.loads(meta.get(SOURCES_KEY, b"[]")))
+        if isinstance(names, list):
+            out.update(n for n in names if isinstance(n, str))
     return out
 
 

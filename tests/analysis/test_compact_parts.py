@@ -85,3 +85,10 @@ def test_a_group_called_compacted_is_not_taken_for_a_compacted_file(tmp_path: Pa
     write_part([{"seq": 2}], tmp_path, "compacted-x.c0", SCHEMA)
     assert not any(compact.is_compacted(p) for p in tmp_path.iterdir())
     assert compact.compact_dir(tmp_path, SCHEMA).sources == 2
+
+
+def test_a_compacted_file_whose_footer_is_not_ours_names_no_sources(tmp_path: Path) -> None:
+    for i, meta in enumerate((b"not json", b'{"a": 1}', b'[1, "part-w0-000000.parquet"]')):
+        table = pa.table({"seq": [i]}).replace_schema_metadata({compact.SOURCES_KEY: meta})
+        pq.write_table(table, tmp_path / f"part-compacted-00000{i}.parquet")
+    assert compact.superseded(tmp_path) == {"part-w0-000000.parquet"}
