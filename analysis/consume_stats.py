@@ -106,11 +106,7 @@ def per_phase(ce: DataFrame, jvm_aggregates: bool | None = None) -> DataFrame:
     counts = both.groupBy("run_id", "group", "phase", "x.basis", "x.us").agg(
         F.count(F.lit(1)).alias("c"), F.sum("ok").alias("ok"), F.sum("slave").alias("slave"))
     keys = ("run_id", "group", "phase", "basis", "us")
-    sets = [[k for k in keys if (k != "group" or keep_g) and (k != "phase" or keep_p)]
-            for keep_g, keep_p in LEVELS.values()]
-    gid = F.grouping("group") * F.lit(2) + F.grouping("phase")  # 2: group grouped out, 1: phase grouped out
-    level = F.create_map(*[F.lit(x) for name, (keep_g, keep_p) in LEVELS.items()
-                           for x in ((0 if keep_g else 2) + (0 if keep_p else 1), name)])
+    sets, gid, level = _levels(keys)
     allc = counts.groupingSets(sets, *keys).agg(
         F.sum("c").alias("c"), F.sum("ok").alias("ok"), F.sum("slave").alias("slave"), gid.alias("gid"))
     allc = allc.withColumn("level", level[F.col("gid")]).drop("gid")
@@ -127,15 +123,15 @@ def per_phase(ce: DataFrame, jvm_aggregates: bool | None = None) -> DataFrame:
         (F.max("us") / F.lit(1000.0)).alias("max"))
 
 
-def _level_sets() -> tuple[list[list[str]], Column]:
-    """The grouping sets of LEVELS over (run_id, group, phase, basis) and the level name of each row."""
-    keys = ("run_id", "group", "phase", "basis")
+def _levels(keys: tuple[str, ...]) -> tuple[list[list[str]], Column, Column]:
+    """The grouping sets of LEVELS over `keys`, a row's grouping id (an aggregate expression) and the map from
+    that id to the level's name."""
     sets = [[k for k in keys if (k != "group" or keep_g) and (k != "phase" or keep_p)]
             for keep_g, keep_p in LEVELS.values()]
     gid = F.grouping("group") * F.lit(2) + F.grouping("phase")  # 2: group grouped out, 1: phase grouped out
     level = F.create_map(*[F.lit(x) for name, (keep_g, keep_p) in LEVELS.items()
                            for x in ((0 if keep_g else 2) + (0 if keep_p else 1), name)])
-    return sets, level[gid]
+    return sets, gid, level
 
 
 def _per_phase_jvm(ce: DataFrame) -> DataFrame:
@@ -149,11 +145,12 @@ def _per_phase_jvm(ce: DataFrame) -> DataFrame:
     stacked = per.select("run_id", "group", "phase", "deliveries", "ok", "slave", F.explode(F.array(*[
         F.struct(F.lit(b).alias("basis"), F.col(f"h_{b}.pairs").alias("pairs"), F.col(f"m_{b}").alias("mx"))
         for b in BASES])).alias("x")).select("run_id", "group", "phase", "deliveries", "ok", "slave", "x.*")
-    sets, level = _level_sets()
-    ranked = stacked.groupingSets(sets, "run_id", "group", "phase", "basis").agg(
+    keys = ("run_id", "group", "phase", "basis")
+    sets, gid, level = _levels(keys)
+    ranked = stacked.groupingSets(sets, *keys).agg(
         F.sum("deliveries").alias("deliveries"), F.sum("ok").alias("successes"), F.sum("slave").alias("from_slave"),
         F.call_function(jvm.HISTOGRAM_RANKS, F.col("pairs")).alias("r"), F.max("mx").alias("mx"),
-        level.alias("level"))
+        level[gid].alias("level"))
     return ranked.select("run_id", "level", "group", "phase", "basis", "deliveries", "successes", "from_slave",
                          *[F.col(f"r.{name}").alias(name) for name, _ in QUANTILES],
                          (F.col("mx") / F.lit(1000.0)).alias("max"))

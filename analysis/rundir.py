@@ -23,7 +23,7 @@ import yaml
 from analysis import contract as c
 from analysis.boundedyaml import YamlLimit, read_capped, safe_load_bounded
 from analysis.contract.compact import superseded
-from analysis.contract.schemas import PART_SCHEMAS
+from analysis.contract.schemas import PART_SCHEMAS, schema_problem
 from analysis.coverage import Coverage, describe_unread
 from analysis.delivery import read_drops
 from analysis.errors import RunDirError, list_at
@@ -92,8 +92,6 @@ EVENT_NUMBERS = ("wall_ns", "duration_s", "rate", "index", "rows")
 LAG_PARTS = f"{c.METRICS_DIR}/{c.CONSUMER_LAG_DIR}"
 """The key of the consumer lag parts in `RunDir.parts` (its directory relative to the run directory)."""
 
-SCHEMAS = PART_SCHEMAS
-
 
 def open_run_dir(path: str | Path) -> RunDir:
     """Open and check a run directory. Raises `RunDirError` (one line) for input the job cannot accept."""
@@ -118,7 +116,7 @@ def open_run_dir(path: str | Path) -> RunDir:
     _check_phase_names(expectations, phases, timeline, layout.scenario)
     parts: dict[str, list[Path]] = {}
     skipped: dict[str, list[str]] = {}
-    for sub, schema in SCHEMAS.items():
+    for sub, schema in PART_SCHEMAS.items():
         parts[sub], skipped[sub] = _screen_parts(root / sub, schema)
         warnings += [f"{sub}/{s}: skipped" for s in skipped[sub]]
     if timeline.status != "completed":
@@ -334,12 +332,8 @@ def _screen_parts(directory: Path, schema: pa.Schema) -> tuple[list[Path], list[
         except (OSError, pa.ArrowException) as err:
             bad.append(f"{path.name}: not a complete Parquet file ({str(err).splitlines()[0]})")
             continue
-        for f in schema:
-            idx = file_schema.get_field_index(f.name)
-            if idx < 0 and not f.nullable:
-                raise RunDirError(f"{path}: column {f.name!r} is missing (required by analysis/contract/schemas.py)")
-            if idx >= 0 and file_schema.field(idx).type != f.type:
-                raise RunDirError(f"{path}: column {f.name!r} has type {file_schema.field(idx).type}, "
-                                  f"the contract says {f.type}")
+        problem = schema_problem(file_schema, schema)
+        if problem is not None:
+            raise RunDirError(f"{path}: {problem}")
         good.append(path)
     return good, bad

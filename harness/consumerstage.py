@@ -248,25 +248,21 @@ class ConsumerStage:
 
         threading.Thread(target=loop, name="consumer-watch", daemon=True).start()
 
-    def judge_phase(self, phase: str, start_ns: int, end_ns: int, targets: list[str]) -> list[dict[str, Any]]:
+    def judge_phase(self, phase: str, start_ns: int, end_ns: int, targets: list[str]) -> None:
         """Each group that must keep up (`keep_up`) and whose clients held pulls back in the phase, unless a fault of
         the phase (`targets`) acts on the group: event `consumers_behind` (the analysis makes the phase's
         expectations unknown) and a line. The processes report every 0.5 s, so the phase's last half second may
         count toward the next phase."""
-        out = []
         for g in self.section.groups:
             if not g.keep_up or any(target_group(t) == g.name for t in targets):
                 continue
             held = self.fleet.flow_control_between(g.name, start_ns, end_ns)
             if held:
-                event = {"phase": phase, "group": g.name, "flow_control": held,
-                         "pull_threshold_for_queue": g.pull_threshold_for_queue}
-                self.rd.event("consumers_behind", **event)
+                self.rd.event("consumers_behind", phase=phase, group=g.name, flow_control=held,
+                              pull_threshold_for_queue=g.pull_threshold_for_queue)
                 self.say(f"{phase}: consumer group {g.name} did not keep up: its clients held pulls back {held} "
                          f"times (over {g.pull_threshold_for_queue} messages cached in a queue); the expectations "
                          "over this phase will be unknown", "yellow")
-                out.append(event)
-        return out
 
     def stop(self) -> dict[str, Any] | None:
         self._watching.set()

@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 
 from analysis.contract.layout import PART_GLOB
 from analysis.contract.parts import commit_file, new_part_path
+from analysis.contract.schemas import schema_problem
 
 COMPACTED_WORKER = "compacted"
 SOURCES_KEY = b"rmq_chaos.compacted_from"
@@ -66,11 +67,7 @@ def _fits(path: Path, schema: pa.Schema) -> int | None:
         file_schema = meta.schema.to_arrow_schema()
     except (OSError, pa.ArrowException):
         return None
-    for f in schema:
-        i = file_schema.get_field_index(f.name)
-        if (i < 0 and not f.nullable) or (i >= 0 and file_schema.field(i).type != f.type):
-            return None
-    return meta.num_rows
+    return meta.num_rows if schema_problem(file_schema, schema) is None else None
 
 
 def _conformed(path: Path, schema: pa.Schema) -> pa.Table:
@@ -108,7 +105,7 @@ def compact_dir(directory: Path, schema: pa.Schema) -> Compacted | None:
         files.append(_write(directory, schema, group))
         for path in group:
             path.unlink()
-    return Compacted(directory, sum(len(g) for g in plan), files, sum(n for _, n in sized))
+    return Compacted(directory, len(sized), files, sum(n for _, n in sized))
 
 
 def _write(directory: Path, schema: pa.Schema, group: list[Path]) -> Path:
@@ -119,11 +116,13 @@ def _write(directory: Path, schema: pa.Schema, group: list[Path]) -> Path:
     try:
         with pq.ParquetWriter(tmp, schema, compression="zstd") as writer:
             pending: list[pa.Table] = []
+            rows = 0
             for path in group:
                 pending.append(_conformed(path, schema))
-                if sum(t.num_rows for t in pending) >= ROW_GROUP_ROWS:
+                rows += pending[-1].num_rows
+                if rows >= ROW_GROUP_ROWS:
                     writer.write_table(pa.concat_tables(pending), row_group_size=ROW_GROUP_ROWS)
-                    pending = []
+                    pending, rows = [], 0
             if pending:
                 writer.write_table(pa.concat_tables(pending), row_group_size=ROW_GROUP_ROWS)
         commit_file(tmp, final)

@@ -148,3 +148,15 @@ PART_SCHEMAS: dict[str, pa.Schema] = {
     CONSUMES_DIR: CONSUME_SCHEMA, f"{METRICS_DIR}/{CONSUMER_LAG_DIR}": CONSUMER_LAG_SCHEMA,
     SCHEDULE_DIR: SCHEDULE_SCHEMA}
 """Every directory of part files in a run directory (relative to it) -> the schema of its rows."""
+
+
+def schema_problem(file_schema: pa.Schema, schema: pa.Schema) -> str | None:
+    """Why a part file with `file_schema` cannot be read as `schema` says (a required column missing, a column of
+    another type), None when it can: the analysis refuses such a part, the compaction leaves it as it is."""
+    for f in schema:
+        i = file_schema.get_field_index(f.name)
+        if i < 0 and not f.nullable:
+            return f"column {f.name!r} is missing (required by analysis/contract/schemas.py)"
+        if i >= 0 and file_schema.field(i).type != f.type:
+            return f"column {f.name!r} has type {file_schema.field(i).type}, the contract says {f.type}"
+    return None
