@@ -81,7 +81,7 @@ def analyze(paths: Sequence[str | Path], *, out: Path | None = None, master: str
     own_session = spark is None
     with JobProgress(console, enabled=progress) as prog:
         prog.step(f"starting Spark ({master or 'local[2]'})" if own_session else "using the running Spark session")
-        spark = spark or get_session(master, conf=conf)
+        spark = spark or get_session(master, conf=conf, input_bytes=sum(r.input_bytes for r in runs))
         prog.attach(spark.sparkContext)
         try:
             results = compute(spark, runs, step=prog.step)

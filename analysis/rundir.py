@@ -68,6 +68,11 @@ class RunDir:
         return self.layout.root
 
     @property
+    def input_bytes(self) -> int:
+        """The size of the part files the job reads."""
+        return sum(f.stat().st_size for files in self.parts.values() for f in files)
+
+    @property
     def has_readback(self) -> bool:
         return bool(self.parts["readback"])
 

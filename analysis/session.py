@@ -38,6 +38,20 @@ logger.repl.name = org.apache.spark.api.python.PythonGatewayServer
 logger.repl.level = {level}
 """
 
+SMALL_INPUT_BYTES = 100 * 1024 * 1024
+SMALL_INPUT_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+"""Under SMALL_INPUT_BYTES of part files the local driver's JIT stops at C1 and it collects with the serial
+collector: a short job's CPU went mostly to C2 compiling and parallel GC threads. Above it C2's code pays for its
+compiling. Measured with `rmq-chaos report` in a cpuacct cgroup on a quiet machine (docs/analysis.md, "The driver
+JVM"): a seed run (4 MB) 36 -> 20 CPU s, wall 20 -> 17 s; the ten-minute run (43 MB) 70 -> 49 CPU s, wall 37.6 ->
+36.1 s; but the one-hour shape (250 MB) 80 -> 101 s wall. A `spark.driver.extraJavaOptions` given with `--conf`
+replaces them."""
+
+
+def driver_jvm_options(input_bytes: int | None) -> str:
+    """The local driver's JVM flags for a job reading `input_bytes` of part files (None: unknown, Spark's own)."""
+    return SMALL_INPUT_JVM_OPTIONS if input_bytes is not None and input_bytes < SMALL_INPUT_BYTES else ""
+
 
 def under_spark_submit() -> bool:
     """True when this Python process was started by spark-submit (the JVM already exists)."""
@@ -53,9 +67,10 @@ def _log4j_file(level: str) -> Path:
 
 
 def get_session(master: str | None = None, log_level: str = LOG_LEVEL, shuffle_partitions: int = SHUFFLE_PARTITIONS,
-                conf: Sequence[tuple[str, str]] = ()) -> SparkSession:
+                conf: Sequence[tuple[str, str]] = (), input_bytes: int | None = None) -> SparkSession:
     """The active session, or a new one: `master` (default local[2]) with quiet logs and no web UI; `conf` pairs
-    are applied last (they win over these defaults).
+    are applied last (they win over these defaults); `input_bytes`, the size of what the job reads, picks the
+    local driver's JVM flags (`driver_jvm_options`).
 
     A session that already runs (a test's session, spark-submit's) is reused as it is."""
     active = SparkSession.getActiveSession()
@@ -70,7 +85,8 @@ def get_session(master: str | None = None, log_level: str = LOG_LEVEL, shuffle_p
             .config("spark.ui.enabled", "false")
             .config("spark.ui.showConsoleProgress", "false")
             .config("spark.sql.adaptive.enabled", "true")
-            .config("spark.driver.extraJavaOptions", f"-Dlog4j.configurationFile=file:{log4j}")
+            .config("spark.driver.extraJavaOptions",
+                    f"-Dlog4j.configurationFile=file:{log4j} {driver_jvm_options(input_bytes)}".rstrip())
         )
         if url.startswith("local"):  # one machine: loopback only, few partitions; a cluster keeps its defaults
             os.environ.setdefault("SPARK_LOCAL_IP", LOCAL_IP)
