@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import seed_checks
 from runsupport import events, rows, run_dir_of
 
 pytestmark = [pytest.mark.root, pytest.mark.spark]
@@ -53,14 +54,13 @@ def assert_hosts_used(run_dir: Path) -> None:
 
 
 @pytest.mark.long
-@pytest.mark.skipif(not FULL, reason="~130 s each: the default run takes a whole scenario through ssh in "
-                                     "tests/hosts/test_ssh_partitions.py (the same hosts, load host and checks), and "
-                                     "the seed pair locally and through compose; RMQ_CHAOS_FULL_TESTS=1")
-@pytest.mark.parametrize("scenario", ["slave-readonly-default.yaml", "slave-readonly-fallbehind-1m.yaml"])
+@pytest.mark.parametrize("scenario", list(seed_checks.BY_SCENARIO))
 def test_the_seed_pair_holds_on_hosts(cluster, scenario: str, tmp_path: Path) -> None:
+    """The local backend's checks of the seed pair (tests/harness/seed_checks.py), through ssh."""
     code, run_dir, err = run_on_hosts(cluster, scenario, tmp_path)
     assert code == 0, err[-3000:]
     assert_hosts_used(run_dir)
+    seed_checks.the_incident(scenario, run_dir)
 
 
 @pytest.mark.long
