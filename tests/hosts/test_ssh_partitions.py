@@ -1,11 +1,10 @@
 """The two partition scenarios through `--backend ssh` on the session's namespace hosts (name server n1, master n2,
 slave n3, load n4), emulator: each run valid (every expectation held, exit 0), its partition applied and verified on
 the cut node's host, the records whole and nothing left on any host (`run_on_hosts`, `assert_hosts_used`).
-master-slave-partition (about 90 s of phases) always; namesrv-partition lasts about 190 s, because the name server's
-120 s broker expiry is what it is about, so it runs only with RMQ_CHAOS_FULL_TESTS=1."""
+master-slave-partition has about 90 s of phases, namesrv-partition about 190 s (the name server's 120 s broker
+expiry is what it is about)."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -14,7 +13,6 @@ from runsupport import events
 from test_ssh_seed import assert_hosts_used, run_on_hosts
 
 pytestmark = [pytest.mark.root, pytest.mark.spark]
-FULL = os.environ.get("RMQ_CHAOS_FULL_TESTS") == "1"
 RUN_TIMEOUT_S = 1500
 """Four hosts, the harness installed, 105 s (or 205 s) of load and the report's Spark: on a loaded 2-core machine
 (load 30) one run took over 600 s, the suite's default."""
@@ -28,9 +26,7 @@ def _partition_held(run_dir: Path) -> None:
 @pytest.mark.long
 @pytest.mark.timeout(RUN_TIMEOUT_S + 300)
 @pytest.mark.parametrize("scenario", [
-    "master-slave-partition.yaml",
-    pytest.param("namesrv-partition.yaml", marks=pytest.mark.skipif(not FULL, reason="~190 s: RMQ_CHAOS_FULL_TESTS=1")),
-])
+    "master-slave-partition.yaml", "namesrv-partition.yaml"])
 def test_a_partition_scenario_holds_on_hosts(cluster, scenario: str, tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(test_ssh_seed, "RUN_TIMEOUT_S", RUN_TIMEOUT_S)
     code, run_dir, err = run_on_hosts(cluster, scenario, tmp_path)

@@ -4,7 +4,6 @@ records whole (every send a row, fetched from the load host), and nothing left o
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
@@ -15,7 +14,6 @@ from runsupport import events, rows, run_dir_of
 pytestmark = [pytest.mark.root, pytest.mark.spark]
 REPO = Path(__file__).resolve().parents[2]
 RUN_TIMEOUT_S = 600
-FULL = os.environ.get("RMQ_CHAOS_FULL_TESTS") == "1"
 
 
 def run_on_hosts(cluster, scenario: str, tmp_path: Path) -> tuple[int, Path, str]:
@@ -64,9 +62,6 @@ def test_the_seed_pair_holds_on_hosts(cluster, scenario: str, tmp_path: Path) ->
 
 
 @pytest.mark.long
-@pytest.mark.skipif(not FULL, reason="~300 s: consumers through ssh; the default run has consumers with a killed "
-                                     "master locally (tests/harness/test_consumers_run.py) and the ssh path through "
-                                     "the seed and the partition; RMQ_CHAOS_FULL_TESTS=1")
 def test_master_killed_consumers_holds_on_hosts(cluster, tmp_path: Path) -> None:
     code, run_dir, err = run_on_hosts(cluster, "master-killed-consumers.yaml", tmp_path)
     assert code == 0, err[-3000:]
