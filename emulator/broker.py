@@ -4,10 +4,13 @@ re-executes itself with a JVM-like allocator (`emulator.allocator`)."""
 from __future__ import annotations
 
 import argparse
+import logging
+import os
 import sys
 
 from emulator import logs, safepoint
 from emulator.allocator import exec_jvm_like, pretouch_heap
+from emulator.autoswitch.checkpoint_file import JavaStartFailure
 from emulator.config.broker_config import BrokerConfig, ConfigError
 from emulator.controller import BrokerController
 from emulator.stop_signal import stop_on_signals
@@ -39,10 +42,14 @@ def main(argv: list[str] | None = None) -> int:
                                 profile.release)
     for key, value in config.items():
         logs.broker_log.info("%s=%s", key, value)
-    controller = BrokerController(config, profile)
     stop = stop_on_signals()
     try:
+        controller = BrokerController(config, profile)
         controller.start()
+    except JavaStartFailure as e:  # BrokerStartup: printStackTrace, System.exit(-1), whatever threads run
+        print(e.stack_trace(), file=sys.stderr, flush=True)
+        logging.shutdown()
+        os._exit(255)
     except OSError as e:
         print(f"rmq-broker: start failed: {e}", file=sys.stderr)
         logs.broker_log.error("start failed: %s", e)

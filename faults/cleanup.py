@@ -80,6 +80,27 @@ def cleanup(state_dir: str | os.PathLike[str] | None = None, *, all_owners: bool
     return report
 
 
+def settle(journal: Journal, entry_ids: list[str], emit: Emit | None = None) -> CleanupReport:
+    """Replay, as `cleanup` does, the undo of this process's own open entries `entry_ids` (newest first): for a run
+    whose fault revert failed, once its cluster is down (what is left of the fault is then only the journal's
+    record, or the part of it the failed revert did not reach). An entry whose undo fails again stays open."""
+    emit = emit or discard
+    report = CleanupReport()
+    wanted = set(entry_ids)
+    for e in sorted((e for e in journal.open_entries() if e.id in wanted), key=lambda e: e.seq, reverse=True):
+        item = {"id": e.id, "kind": e.kind, "run_id": e.run_id, "target": e.target, "owner_pid": e.owner.pid}
+        try:
+            item["undo"] = run_ops(e.undo, own_context(journal, e))
+            journal.done(e.id, "settled after the cluster went down")
+            report.reverted.append(item)
+            emit({**stamp(), "event": "cleanup", "entry": item, "status": "ok"})
+        except (UndoError, FaultError, OSError) as err:
+            item["error"] = str(err)
+            report.failed.append(item)
+            emit({**stamp(), "event": "cleanup", "entry": item, "status": "failed"})
+    return report
+
+
 def _end_stragglers(reverted: list[dict], journal: Journal) -> None:
     """What a dead run started in its last moments and its replayed entries could not see yet: a child it had forked
     but not exec'd carries no tag until its exec (the entry's tag scan misses it), and then joins the node's cgroups.

@@ -379,7 +379,21 @@ class Runner:
         else:
             progress.step("cluster: taking it down")
             attempt("cluster down", backend.down)
+            if stage.driver is not None and stage.driver.active:
+                attempt("settle the faults whose revert failed", lambda: self._settle(rd, stage.driver, progress))
         return errors
+
+    @staticmethod
+    def _settle(rd: RunDir, driver: Any, progress: RunProgress) -> None:
+        """A fault whose revert failed (the node it restarts would not start) is replayed from its journal entry
+        once the cluster is down, as `rmq-chaos cleanup` would replay it, so the run leaves no open entry."""
+        from faults.cleanup import settle
+
+        ids = [a.fault.entry_id for a in driver.active if a.fault.entry_id]
+        report = settle(driver.journal, ids, emit=rd.append)
+        if report.failed:
+            raise RuntimeError(f"still open: {', '.join(f['id'] + ': ' + f['error'] for f in report.failed)}")
+        progress.step(f"settled {len(report.reverted)} fault(s) whose revert failed, from the journal")
 
     def _say(self, text: str, style: str = "") -> None:
         if self._progress:

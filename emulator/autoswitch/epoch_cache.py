@@ -1,15 +1,14 @@
 """`EpochFileCache` (rocketmq-all-5.3.0): the broker's epoch file, epoch -> start offset of the commitlog where that
 master epoch began; an entry ends where the next begins (the last one at Long.MAX_VALUE). Kept in
 `storePathEpochFile` (default `<storePathRootDir>/epochFileCheckpoint`) in `CheckpointFile`'s format: the entry
-count, the CRC32 of the entry lines, then one `epoch-startOffset` line each; a damaged file falls back to the
-`.bak` copy. `find_consistent_point` is how a returning broker finds how much of its log the master agrees with:
+count, the CRC32 of the entry lines, then one `epoch-startOffset` line each, written and read as 5.3.0 does
+(`emulator.autoswitch.checkpoint_file`: an empty file stops the broker's start). `find_consistent_point` is how a returning broker finds how much of its log the master agrees with:
 the newest epoch both have with the same start offset, up to the smaller of the two ends."""
 from __future__ import annotations
 
-import os
 import threading
-import zlib
 
+from emulator.autoswitch import checkpoint_file
 from emulator.logs import store_log
 from remoting.controller_bodies import LONG_MAX, EpochEntry
 
@@ -103,22 +102,10 @@ class EpochFileCache:
     def _flush(self) -> None:
         if not self.path or not self.entries:
             return
-        lines = "".join(f"{e.epoch}-{e.start_offset}\n" for _, e in sorted(self.entries.items()))
-        content = f"{len(self.entries)}\n{_java_crc32(lines.encode())}\n{lines}"
         try:
-            if os.path.exists(self.path):
-                os.replace(self.path, self.path + ".bak")
-            tmp = self.path + ".tmp"
-            with open(tmp, "w", encoding="utf-8") as f:
-                f.write(content)
-            os.replace(tmp, self.path)
+            checkpoint_file.write(self.path, [(e.epoch, e.start_offset) for _, e in sorted(self.entries.items())])
         except OSError as e:
             store_log.error("Error happen when flush epochEntries to epochCheckpointFile %s", e)
-
-
-def _java_crc32(data: bytes) -> int:
-    """`UtilAll.crc32`: CRC32 & 0x7FFFFFFF."""
-    return zlib.crc32(data) & 0x7FFFFFFF
 
 
 def _chain(entries: list[EpochEntry]) -> list[EpochEntry]:
@@ -128,16 +115,10 @@ def _chain(entries: list[EpochEntry]) -> list[EpochEntry]:
 
 
 def _read_checkpoint(path: str) -> list[EpochEntry]:
-    for candidate in (path, path + ".bak"):
-        try:
-            with open(candidate, encoding="utf-8") as f:
-                lines = f.read().splitlines()
-            count, crc = int(lines[0]), int(lines[1])
-            body = lines[2:]
-            entries = [EpochEntry(int(a), int(b)) for a, _, b in (line.partition("-") for line in body)]
-            text = "".join(line + "\n" for line in body)
-            if len(entries) == count and (crc == 0 or crc == _java_crc32(text.encode())) and entries:
-                return entries
-        except (OSError, ValueError, IndexError):
-            continue
-    return []
+    """`EpochFileCache.initCacheFromFile`: an IOException (here OSError) is logged and leaves no epochs; a
+    `checkpoint_file.JavaStartFailure` is not caught (the broker's start fails)."""
+    try:
+        return [EpochEntry(epoch, start) for epoch, start in checkpoint_file.read(path)]
+    except OSError as e:
+        store_log.error("Error happen when init epoch entries from epochFile %s", e)
+        return []
