@@ -53,17 +53,7 @@ def cleanup(state_dir: str | os.PathLike[str] | None = None, *, all_owners: bool
             if not all_owners and e.owner.alive():
                 report.live.append(e.id)
                 continue
-            item = {"id": e.id, "kind": e.kind, "run_id": e.run_id, "target": e.target, "owner_pid": e.owner.pid}
-            try:
-                item["undo"] = run_ops(e.undo, own_context(journal, e))
-                journal.done(e.id, "cleanup")
-                report.reverted.append(item)
-                emit({**stamp(), "event": "cleanup", "entry": item, "status": "ok"})
-            except (UndoError, FaultError, OSError) as err:
-                item["error"] = str(err)
-                item["undo"] = getattr(err, "results", [])
-                report.failed.append(item)
-                emit({**stamp(), "event": "cleanup", "entry": item, "status": "failed"})
+            _replay(journal, e, "cleanup", report, emit)
         _end_stragglers(report.reverted, journal)
         for cid in list_clusters(state):
             try:
@@ -88,17 +78,24 @@ def settle(journal: Journal, entry_ids: list[str], emit: Emit | None = None) -> 
     report = CleanupReport()
     wanted = set(entry_ids)
     for e in sorted((e for e in journal.open_entries() if e.id in wanted), key=lambda e: e.seq, reverse=True):
-        item = {"id": e.id, "kind": e.kind, "run_id": e.run_id, "target": e.target, "owner_pid": e.owner.pid}
-        try:
-            item["undo"] = run_ops(e.undo, own_context(journal, e))
-            journal.done(e.id, "settled after the cluster went down")
-            report.reverted.append(item)
-            emit({**stamp(), "event": "cleanup", "entry": item, "status": "ok"})
-        except (UndoError, FaultError, OSError) as err:
-            item["error"] = str(err)
-            report.failed.append(item)
-            emit({**stamp(), "event": "cleanup", "entry": item, "status": "failed"})
+        _replay(journal, e, "settled after the cluster went down", report, emit)
     return report
+
+
+def _replay(journal: Journal, e: Entry, how: str, report: CleanupReport, emit: Emit) -> None:
+    """Replay one open entry's undo and mark it done with `how`; the outcome goes into `report` and a `cleanup`
+    event. A failure leaves the entry open."""
+    item = {"id": e.id, "kind": e.kind, "run_id": e.run_id, "target": e.target, "owner_pid": e.owner.pid}
+    try:
+        item["undo"] = run_ops(e.undo, own_context(journal, e))
+        journal.done(e.id, how)
+        report.reverted.append(item)
+        emit({**stamp(), "event": "cleanup", "entry": item, "status": "ok"})
+    except (UndoError, FaultError, OSError) as err:
+        item["error"] = str(err)
+        item["undo"] = getattr(err, "results", [])
+        report.failed.append(item)
+        emit({**stamp(), "event": "cleanup", "entry": item, "status": "failed"})
 
 
 def _end_stragglers(reverted: list[dict], journal: Journal) -> None:
