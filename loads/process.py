@@ -17,7 +17,6 @@ import atexit
 import logging
 import os
 import queue
-import shutil
 import signal
 import socket
 import subprocess
@@ -103,7 +102,6 @@ class LoadProcess:
         self.remote = remote
         self.result: dict[str, Any] | None = None
         self._finished = False
-        self._tmp: Path | None = None
         self._logs: list[IO] = []
         self._ids = iter(range(1, 1 << 62))
         self._replies: dict[int, queue.Queue] = {}
@@ -143,8 +141,11 @@ class LoadProcess:
             raise LoadError("this LoadProcess was already started")
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        self._tmp = Path(tempfile.mkdtemp(prefix="rmq-load-"))
-        spec_file = self.spec.to_file(self._tmp / "spec.json")
+        # the spec the children read is kept with their logs: nothing of a run lives outside its directory, so a
+        # run killed by SIGKILL leaves nothing behind in /tmp (one file per LoadProcess: a run may start several)
+        fd, name = tempfile.mkstemp(prefix="spec-", suffix=".json", dir=self.log_dir)
+        os.close(fd)
+        spec_file = self.spec.to_file(name)
         common = ["--spec", str(spec_file), "--run-dir", str(self.run_dir), "--run-id", self.run_id]
         remote = self.remote.count if self.remote is not None else 0
         role = "master" if self.workers or remote else "local"
@@ -275,9 +276,6 @@ class LoadProcess:
         for f in self._logs:
             f.close()
         self._logs.clear()
-        if self._tmp is not None:
-            shutil.rmtree(self._tmp, ignore_errors=True)
-            self._tmp = None
         atexit.unregister(self._at_exit)
 
     def _at_exit(self) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+from pathlib import Path
 
 import pytest
 from loads_support import assert_contiguous_seqs, read_rows, rows_by_key
@@ -82,6 +83,10 @@ def test_signal_midway_leaves_every_completed_request_in_readable_parts(broker, 
 def test_harness_going_away_drains_the_load(broker, run_dir, start_load):
     load = start_load(spec_of(broker, model="closed", users=4, clients=[{"name": "flood"}]))
     poll(lambda: load.stats()["rows_written"] > 0, 10, "rows on disk")
+    # what the children read lies in the run directory, so a harness killed by SIGKILL leaves nothing elsewhere
+    args = Path(f"/proc/{load.master.pid}/cmdline").read_bytes().split(b"\0")
+    spec_file = Path(args[args.index(b"--spec") + 1].decode())
+    assert spec_file.parent == run_dir / "logs" / "load" and spec_file.is_file()
     load.master.stdin.close()  # what the child sees when the harness process dies
     poll(lambda: load.master.poll() is not None, 30, "the load process to exit")
     assert load.stop()["reason"] == "control pipe closed"
