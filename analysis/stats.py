@@ -12,9 +12,9 @@ i.e. rank ceil(p*n) of the sorted latencies (DuckDB's `quantile_disc`).
 
 Two implementations give the same figures (tests/analysis/test_analysis_jvm_aggregates.py compares them):
 - The JVM aggregates of `analysis.jvm`, when the session has them (the default): per second, a second's values
-  as primitive doubles and the ranks selected in place; per phase, a primitive hash map of counts per whole
-  microsecond for each (run, phase), whose sums give the whole run. About a third less time than the SQL
-  expressions on 10M rows (benchmarks/analysis_spark_vs_duckdb.py).
+  as primitive doubles and the ranks selected in place; per phase, counts per whole microsecond for each
+  (run, phase) in ascending primitive arrays (batches sorted and merged in), whose sums give the whole run.
+  About a third less time than the SQL expressions on 10M rows (benchmarks/analysis_spark_vs_duckdb.py).
 - Spark SQL expressions otherwise: per second `collect_list`, `sort_array` and the element at rank ceil(p*n)
   (half the time of `percentile_approx` at an accuracy that keeps every sample, which it replaced); per phase a
   hash aggregation of counts per microsecond and a window over their cumulative sums.

@@ -18,6 +18,7 @@ Times are wall seconds on a shared machine; the load average is printed. Asserts
 
     .venv/bin/python benchmarks/analysis_real_shapes.py --make-run --workdir /var/tmp/a28   # a 10-minute run first
     .venv/bin/python benchmarks/analysis_real_shapes.py --run-dir /var/tmp/a28runs/<run> --factor 6
+    .venv/bin/python benchmarks/analysis_real_shapes.py --run-dir <run> --factor 28 --requests-only   # 10M rows
     .venv/bin/python benchmarks/analysis_real_shapes.py --wide 1000000   # the percentiles alone, wide latencies
 """
 from __future__ import annotations
@@ -163,6 +164,40 @@ def generate(real: Path, dest_root: Path, k: int, seed: int = 1) -> Path:
     return dest
 
 
+def generate_requests(real: Path, dest_root: Path, k: int, seed: int = 1, per_file: int = 4) -> Path:
+    """The request rows alone of `generate(real, dest_root, k)`, `per_file` copies to a Parquet file (a run's
+    parts as its end compacts them): what the per-phase percentiles read, at a one-hour run's size in seconds."""
+    dest = dest_root / f"{real.name}-requests"
+    if dest.exists():
+        shutil.rmtree(dest)
+    (dest / "requests").mkdir(parents=True)
+    t0, m0 = _t0(real)
+    _stretch_events(real / "events.jsonl", dest / "events.jsonl", k, t0, m0)
+    table = pq.read_table(sorted((real / "requests").rglob("part-*.parquet")))
+    events = [json.loads(x) for x in (real / "events.jsonl").read_text().splitlines() if x.strip()]
+    gap_ns = max(1, int((max(e["wall_ns"] for e in events) - t0) / max(table.num_rows, 1)))
+    rng = np.random.default_rng(seed)
+    for f in range(0, k, per_file):
+        copies = [_copies(table, "requests", k, j, t0, gap_ns, rng) for j in range(f, min(k, f + per_file))]
+        pq.write_table(pa.concat_tables(copies), dest / "requests" / f"part-w0-{f:06d}.parquet")
+    return dest
+
+
+def percentiles_only(spark, run: Path, repeats: int = 3) -> None:
+    """Best of `repeats` of the per-phase percentiles on Spark (JVM aggregates, one warm session) and DuckDB."""
+    s = shape(run)
+    spark_phases(spark, run, True)  # warm-up
+    jvm = [spark_phases(spark, run, True) for _ in range(repeats)]
+    duck = [duckdb_phases(run) for _ in range(repeats)]
+    jvm_s, duck_s = min(t for t, _ in jvm), min(t for t, _ in duck)
+    console.print(f"{run.name}: {s['rows']:,} request rows, {s['parts']} part files, {s['distinct_us']:,} distinct "
+                  f"latency µs, p50 {s['p50']:.1f} ms, p99 {s['p99']:.1f} ms, max {s['max']:.0f} ms; per-phase "
+                  f"percentiles best of {repeats}: Spark (JVM aggregates) {jvm_s:.2f} s "
+                  f"({', '.join(f'{t:.2f}' for t, _ in jvm)}), DuckDB {duck_s:.2f} s: {jvm_s / duck_s:.1f}x; worst "
+                  f"difference {worst_difference(jvm[0][1], duck[0][1]):.4f} ms (load average "
+                  f"{os.getloadavg()[0]:.1f})", soft_wrap=True)
+
+
 def shape(run: Path) -> dict:
     import duckdb
 
@@ -271,6 +306,8 @@ def main() -> None:
     ap.add_argument("--workdir", type=Path, default=Path("/var/tmp/analysis-real-shapes"))
     ap.add_argument("--keep", action="store_true", help="keep the generated run directories")
     ap.add_argument("--generated-only", action="store_true", help="time only the generated runs (not the real one)")
+    ap.add_argument("--requests-only", action="store_true", help="generate only the request rows (compacted) and "
+                    "time only the per-phase percentiles, Spark vs DuckDB (--factor 28: about 10M rows)")
     ap.add_argument("--wide", type=int, metavar="N", help="only time the per-phase percentiles on N distinct "
                                                           "latencies spread over 12 ms..140 s, 16 partitions")
     args = ap.parse_args()
@@ -286,6 +323,18 @@ def main() -> None:
     real = make_run(args.workdir / "real") if args.make_run else args.run_dir
     if real is None or not (real / "events.jsonl").exists():
         raise SystemExit(f"{real}: not a run directory (events.jsonl missing); give --run-dir or --make-run")
+    if args.requests_only:
+        from analysis.session import get_session
+
+        spark = get_session("local[2]")
+        for k in args.factor:
+            console.print(f"generating the request rows x{k} from {real.name} ...")
+            generated = generate_requests(real, args.workdir / f"x{k}", k)
+            percentiles_only(spark, generated)
+            if not args.keep:
+                shutil.rmtree(generated.parent, ignore_errors=True)
+        spark.stop()
+        return
     runs = [] if args.generated_only else [("real", real)]
     for k in args.factor:
         console.print(f"generating x{k} from {real.name} ...")

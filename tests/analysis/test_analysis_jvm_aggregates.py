@@ -113,29 +113,31 @@ def test_without_the_aggregates_sql_computes_and_demanding_them_is_an_error(spar
 
 
 def test_a_phase_of_many_distinct_microseconds(spark):
-    """100k distinct microseconds in one phase (the hash map grows to 2^18 slots), in a scrambled order: both ways
-    agree, and the ranks are the known ones (latency i µs for i = 1..100000, so rank k is k µs)."""
+    """150k distinct microseconds, each twice, in one phase and one partition, in a scrambled order: the small
+    table fills, the rest goes through batches sorted and merged into the run (the first before the second half of
+    the values, so merges add counts to microseconds already in the run). Both ways agree, and the ranks are the
+    known ones (intended: i µs twice for i = 1..150000; actual: j µs for j = 1..300000)."""
     from pyspark.sql import functions as F
 
     from analysis import stats
 
-    n = 100_000
-    df = spark.range(1, n + 1).select(
+    n = 150_000
+    df = spark.range(1, 2 * n + 1, numPartitions=1).select(
         F.lit("r").alias("run_id"), F.lit("long").alias("phase"), (F.col("id") % 7).alias("sec"),
         (((F.col("id") * 7919) % n + 1) / F.lit(1000.0)).alias("latency_ms"),
         (F.col("id") / 1000.0).alias("service_ms"))
     rows = {jvm: {(r["basis"], r["level"]): r.asDict() for r in stats.latency_percentiles(df, jvm).collect()}
             for jvm in (True, False)}
     same(rows[True], rows[False])
-    for basis in ("intended", "actual"):
-        got = rows[True][(basis, stats.LEVEL_PHASE)]
-        assert (got["p50"], got["p99"], got["p999"]) == (50.0, 99.0, 99.9)
+    got = rows[True][("intended", stats.LEVEL_PHASE)]
+    assert (got["p50"], got["p99"], got["p999"]) == (75.0, 148.5, 149.85)
+    got = rows[True][("actual", stats.LEVEL_PHASE)]
+    assert (got["p50"], got["p99"], got["p999"]) == (150.0, 297.0, 299.7)
 
 
 def test_wide_latencies_over_many_partitions(spark):
-    """A real run's spread (12 ms to 140 s) of distinct microseconds in one phase, over 16 partitions: the
-    histograms are merged into tables smaller than themselves (the case MicrosCounts.addAll reserves room for,
-    issue 28). Same figures as the SQL expressions. Its time, at a million, is in benchmarks/analysis_real_shapes.py
+    """A real run's spread (12 ms to 140 s) of distinct microseconds in one phase, over 16 partitions: sixteen
+    partial histograms merged (issue 28). Same figures as the SQL expressions. Its time, at a million, is in benchmarks/analysis_real_shapes.py
     (--wide)."""
     from pyspark.sql import functions as F
 

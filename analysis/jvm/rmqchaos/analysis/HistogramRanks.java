@@ -7,10 +7,7 @@ import org.apache.spark.sql.Encoders;
 public class HistogramRanks extends MicrosCountsAggregator<MicrosCounts, Ranks> {
     @Override
     public MicrosCounts reduce(MicrosCounts b, MicrosCounts h) {
-        if (h != null) {
-            b.addAll(h);
-        }
-        return b;
+        return h == null ? b : MicrosCounts.sum(b, h);
     }
 
     @Override

@@ -11,10 +11,10 @@ abstract class MicrosCountsAggregator<I, O> extends Aggregator<I, MicrosCounts, 
         return new MicrosCounts();
     }
 
+    /** One linear merge of the two runs. */
     @Override
     public MicrosCounts merge(MicrosCounts a, MicrosCounts b) {
-        a.addAll(b);
-        return a;
+        return MicrosCounts.sum(a, b);
     }
 
     @Override

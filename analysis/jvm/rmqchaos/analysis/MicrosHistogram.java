@@ -8,7 +8,7 @@ public class MicrosHistogram extends MicrosCountsAggregator<Double, MicrosCounts
     @Override
     public MicrosCounts reduce(MicrosCounts b, Double ms) {
         if (ms != null) {
-            b.add(MicrosCounts.micros(ms), 1);
+            b.add(MicrosCounts.micros(ms));
         }
         return b;
     }
