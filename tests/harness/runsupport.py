@@ -143,11 +143,14 @@ def assert_nothing_left(state: Path, run_id: str, deadline_s: float = 30.0) -> N
 
 
 @contextmanager
-def valid_run(scenario: Path, tmp_path: Path, wait_s: float = 600) -> Iterator[tuple[Path, dict]]:
-    """`rmq-chaos run <scenario> --program emulator` as a user runs it: yields (run dir, verdict.json) once the run
-    exited 0 with every expectation held; after the caller's checks, nothing of the run may be left."""
+def valid_run(scenario: Path, tmp_path: Path, wait_s: float = 600, only: str | None = None
+              ) -> Iterator[tuple[Path, dict]]:
+    """`rmq-chaos run <scenario> --program emulator [--only <only>]` as a user runs it: yields (run dir,
+    verdict.json) once the run exited 0 with every expectation held; after the caller's checks, nothing of the run
+    may be left."""
     state, out = tmp_path / "state", tmp_path / "runs"
-    proc = rmq_chaos(["run", str(scenario), "--out", str(out), "--program", "emulator"], state)
+    proc = rmq_chaos(["run", str(scenario), "--out", str(out), "--program", "emulator",
+                      *(["--only", only] if only else [])], state)
     try:
         code = proc.wait(wait_s)
         run_dir = run_dir_of(out)
