@@ -7,8 +7,8 @@ floor, the lowest rate past one the ceiling, and the next rate is halfway betwee
 when they are within 5 % the rate stays at the floor, so `hold` steps in a row can be within bounds; once they are,
 the ceiling is dropped and the search probes above again (a ceiling may have been the hangover of an earlier
 overload, or the cluster got better). A step past a
-bound at or below the floor (the floor was luck, or the cluster got worse) drops the floor and halves the rate; no
-cut goes below half the rate (a stalled step achieves about nothing, and OMB's cut to it would restart from 1/s).
+bound at or below the floor (the floor was luck, or the cluster got worse) drops the floor and steps the rate down
+by STEP_DOWN (to what was achieved when that is less); no cut goes below half the rate (a stalled step achieves about nothing, and OMB's cut to it would restart from 1/s).
 Pure: figures in, the next rate out."""
 from __future__ import annotations
 
@@ -20,6 +20,10 @@ MIN_RATE = 1.0
 SETTLED = 0.05
 """The bracket is closed when the ceiling is within this share above the floor."""
 PROBE_FACTOR = 2 * SETTLED
+STEP_DOWN = 2 * SETTLED
+"""How far below a failed floor the next step goes (unless less was achieved): a bound passed at a rate once held
+says the limit is about there, and halving would spend the following steps ramping back up (on the emulator, three
+repeats of the same search found 3189-4676/s that way, each answer a window of ramp steps after a halving)."""
 """The ramping factor a probe above a held answer starts from (then doubled while within bounds, as OMB does)."""
 
 
@@ -78,7 +82,8 @@ class RateSearch:
         achieved = min(f.achieved, f.rate)
         if over:
             self.factor = max(MIN_FACTOR, self.factor / 2)
-            if self.floor is not None and f.rate <= self.floor:
+            fell = self.floor is not None and f.rate <= self.floor
+            if fell:
                 self.floor = None  # failed where it once held: start the bracket again from below
             limit = f.rate
             if "backlog" in over and achieved < f.rate:  # it did this much and no more: the limit is near it
@@ -86,7 +91,9 @@ class RateSearch:
             if self.floor is not None:  # an overload's hangover achieves little: never a ceiling under the floor
                 limit = max(limit, min(f.rate, self.floor * (1 + SETTLED)))
             self.ceiling = limit if self.ceiling is None else min(self.ceiling, limit)
-            if self.floor is None:
+            if fell:  # near the limit, not far above it: a step down, or to what was achieved when that is less
+                nxt = min(achieved, f.rate * (1 - STEP_DOWN))
+            elif self.floor is None:
                 nxt = achieved if "backlog" in over and achieved < f.rate else f.rate / 2
             else:
                 nxt = min(achieved, (self.floor + f.rate) / 2)

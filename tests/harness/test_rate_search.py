@@ -49,7 +49,7 @@ def test_within_bounds_the_rate_doubles_then_the_search_brackets_the_answer() ->
     assert search.step_done(worse).next_rate == 155
 
 
-def test_a_failure_at_the_floor_drops_it_and_halves_the_rate() -> None:
+def test_a_failure_at_the_floor_drops_it_and_steps_the_rate_down() -> None:
     spec = SearchSpec(start=100, step="5s", hold=2, bounds={"p99_ms": 200})
     search = RateSearch(spec, 100)
     search.step_done(StepFigures(rate=100, achieved=100, completed=500, p99_ms=10, error_share=0.0, backlog=0))
@@ -61,7 +61,14 @@ def test_a_failure_at_the_floor_drops_it_and_halves_the_rate() -> None:
     assert decision.next_rate == 125
     decision = search.step_done(StepFigures(rate=100, achieved=100, completed=500, p99_ms=900, error_share=0.0,
                                             backlog=0))
-    assert search.floor is None and decision.next_rate == 50
+    assert search.floor is None and decision.next_rate == pytest.approx(90), "near the limit: a step down, not half"
+    decision = search.step_done(StepFigures(rate=90, achieved=60, completed=300, p99_ms=900, error_share=0.0,
+                                            backlog=150))
+    assert decision.next_rate == 45, "no floor: halved, as from the start"
+    search.step_done(StepFigures(rate=45, achieved=45, completed=225, p99_ms=10, error_share=0.0, backlog=0))
+    decision = search.step_done(StepFigures(rate=45, achieved=30, completed=150, p99_ms=900, error_share=0.0,
+                                            backlog=75))
+    assert decision.next_rate == pytest.approx(30), "below the failed floor: what was achieved, when that is less"
 
 
 def test_no_hold_steps_in_a_row_means_no_answer() -> None:
