@@ -8,7 +8,8 @@ when they are within 5 % the rate stays at the floor, so `hold` steps in a row c
 the ceiling is dropped and the search probes above again (a ceiling may have been the hangover of an earlier
 overload, or the cluster got better). A step past a
 bound at or below the floor (the floor was luck, or the cluster got worse) drops the floor and steps the rate down
-by STEP_DOWN (to what was achieved when that is less); no cut goes below half the rate (a stalled step achieves about nothing, and OMB's cut to it would restart from 1/s).
+by STEP_DOWN (to what was achieved when that is less); no cut goes below half the rate (a stalled step achieves
+about nothing, and OMB's cut to it would restart from 1/s).
 Pure: figures in, the next rate out."""
 from __future__ import annotations
 
@@ -20,11 +21,11 @@ MIN_RATE = 1.0
 SETTLED = 0.05
 """The bracket is closed when the ceiling is within this share above the floor."""
 PROBE_FACTOR = 2 * SETTLED
+"""The ramping factor a probe above a held answer starts from (then doubled while within bounds, as OMB does)."""
 STEP_DOWN = 2 * SETTLED
 """How far below a failed floor the next step goes (unless less was achieved): a bound passed at a rate once held
 says the limit is about there, and halving would spend the following steps ramping back up (on the emulator, three
 repeats of the same search found 3189-4676/s that way, each answer a window of ramp steps after a halving)."""
-"""The ramping factor a probe above a held answer starts from (then doubled while within bounds, as OMB does)."""
 
 
 @dataclass(frozen=True)
