@@ -130,6 +130,12 @@ def _copies(t: pa.Table, kind: str, k: int, j: int, t0: int, gap_ns: int, rng: n
     return pa.table(cols, schema=t.schema)
 
 
+def _copy_gap_ns(real: Path, t0: int, rows: int) -> int:
+    """A copy's offset: the real run's mean gap between sends (its span over its request rows)."""
+    events = [json.loads(x) for x in (real / "events.jsonl").read_text().splitlines() if x.strip()]
+    return max(1, int((max(e["wall_ns"] for e in events) - t0) / max(rows, 1)))
+
+
 def generate(real: Path, dest_root: Path, k: int, seed: int = 1) -> Path:
     """A run directory like `real`, `k` times longer (see the module's docstring)."""
     dest = dest_root / real.name
@@ -138,9 +144,7 @@ def generate(real: Path, dest_root: Path, k: int, seed: int = 1) -> Path:
     t0, m0 = _t0(real)
     rng = np.random.default_rng(seed)
     rows = sum(pq.ParquetFile(p).metadata.num_rows for p in (real / "requests").rglob("part-*.parquet"))
-    events = [json.loads(x) for x in (real / "events.jsonl").read_text().splitlines() if x.strip()]
-    span = max(e["wall_ns"] for e in events) - t0
-    gap_ns = max(1, int(span / max(rows, 1)))  # a copy's offset: the real run's mean gap between sends
+    gap_ns = _copy_gap_ns(real, t0, rows)
     for src in sorted(real.rglob("*")):
         rel = src.relative_to(real)
         if rel.parts[0] == "report" or src.is_dir():
@@ -174,8 +178,7 @@ def generate_requests(real: Path, dest_root: Path, k: int, seed: int = 1, per_fi
     t0, m0 = _t0(real)
     _stretch_events(real / "events.jsonl", dest / "events.jsonl", k, t0, m0)
     table = pq.read_table(sorted((real / "requests").rglob("part-*.parquet")))
-    events = [json.loads(x) for x in (real / "events.jsonl").read_text().splitlines() if x.strip()]
-    gap_ns = max(1, int((max(e["wall_ns"] for e in events) - t0) / max(table.num_rows, 1)))
+    gap_ns = _copy_gap_ns(real, t0, table.num_rows)
     rng = np.random.default_rng(seed)
     for f in range(0, k, per_file):
         copies = [_copies(table, "requests", k, j, t0, gap_ns, rng) for j in range(f, min(k, f + per_file))]

@@ -83,9 +83,9 @@ def read(path: str) -> list[tuple[int, int]]:
     and starts with no epochs); a JavaStartFailure propagates from either (the broker exits)."""
     try:
         result = _read_one(path)
-        return result or _read_one(path + ".bak")
     except OSError:
-        return _read_one(path + ".bak")
+        result = []
+    return result or _read_one(path + ".bak")
 
 
 def write(path: str, entries: list[tuple[int, int]]) -> None:
@@ -95,11 +95,9 @@ def write(path: str, entries: list[tuple[int, int]]) -> None:
         return
     lines = "".join(f"{epoch}-{start}\n" for epoch, start in entries)
     content = f"{len(entries)}\n{java_crc32(lines.encode())}\n{lines}"
-    previous = None
     if os.path.exists(path):
         with open(path, "rb") as f:
             previous = f.read()
-    if previous is not None:
         with open(path + ".bak", "wb") as f:
             f.write(previous)
     with open(path, "w", encoding="utf-8") as f:

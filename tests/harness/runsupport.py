@@ -60,6 +60,12 @@ def events(run_dir: Path) -> list[dict]:
     return out
 
 
+def fault_event(evs: list[dict], fault_id: str, action: str, status: str = "ok") -> dict:
+    """The first `fault` event of `fault_id` with this action and status (StopIteration if there is none)."""
+    return next(e for e in evs if e["event"] == "fault" and e.get("fault_id") == fault_id
+                and e["action"] == action and e["status"] == status)
+
+
 def wait_for_event(run_dir_parent: Path, pred: Any, deadline_s: float, proc: subprocess.Popen) -> dict:
     """Poll the run's events.jsonl until an event satisfies `pred` (the run must still be going)."""
     deadline = time.monotonic() + deadline_s

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 import pytest
-from runsupport import REPO, events, valid_run
+from runsupport import REPO, events, fault_event, valid_run
 
 pytestmark = [pytest.mark.long, pytest.mark.skipif(
     os.environ.get("RMQ_CHAOS_FULL_TESTS") != "1", reason="~2.5 min of the suite's 20 minutes: RMQ_CHAOS_FULL_TESTS=1")]
@@ -20,8 +20,7 @@ SCENARIO = REPO / "scenarios" / "syncstateset-expansion-race.yaml"
 def test_the_slave_back_in_the_set_is_elected_and_nothing_is_lost(tmp_path: Path) -> None:
     with valid_run(SCENARIO, tmp_path, wait_s=900) as (run_dir, verdict):
         evs = events(run_dir)
-        kill = next(e for e in evs if e["event"] == "fault" and e.get("fault_id") == "kill-master"
-                    and e["action"] == "apply" and e["status"] == "ok")
+        kill = fault_event(evs, "kill-master", "apply")
         sets = [(e["wall_ns"], sorted(e.get("sync_state_set") or [])) for e in evs if e["event"] == "roles"]
         shrunk = next(t for t, s in sets if s == ["broker-0"])
         regrown = next(t for t, s in sets if t > shrunk and s == ["broker-0", "broker-1"])

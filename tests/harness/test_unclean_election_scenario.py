@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 import pytest
-from runsupport import REPO, events, valid_run
+from runsupport import REPO, events, fault_event, valid_run
 
 pytestmark = [pytest.mark.long, pytest.mark.skipif(
     os.environ.get("RMQ_CHAOS_FULL_TESTS") != "1", reason="~5 min of the suite's 20 minutes: RMQ_CHAOS_FULL_TESTS=1")]
@@ -22,10 +22,7 @@ SCENARIO = REPO / "scenarios" / "unclean-election.yaml"
 def test_unclean_election_trades_loss_for_availability(tmp_path: Path, unclean: str) -> None:
     with valid_run(SCENARIO, tmp_path, wait_s=900, only=f"unclean-election.unclean={unclean}") as (run_dir, verdict):
         evs = events(run_dir)
-        kill = next(e for e in evs if e["event"] == "fault" and e.get("fault_id") == "kill-master"
-                    and e["action"] == "apply" and e["status"] == "ok")
-        thaw = next(e for e in evs if e["event"] == "fault" and e.get("fault_id") == "freeze-slave"
-                    and e["action"] == "revert" and e["status"] == "ok")
+        kill, thaw = fault_event(evs, "kill-master", "apply"), fault_event(evs, "freeze-slave", "revert")
         assert thaw["wall_ns"] <= kill["wall_ns"] and kill["node"] == "broker-0"
         masters = {e["master"] for e in evs if e["event"] == "roles" and "route_master" in e
                    and e["wall_ns"] >= kill["wall_ns"]}
