@@ -39,14 +39,10 @@ public class MicrosCounts implements Serializable {
      * grows to the run's size (at least MIN_BATCH) before it is merged, so merging costs a constant number of
      * passes per value however many distinct microseconds there are. */
     void add(long key) {
-        int mask = hotKeys.length - 1;
-        int i = hotSlot(key);
-        while (hotCounts[i] != 0) {
-            if (hotKeys[i] == key) {
-                hotCounts[i]++;
-                return;
-            }
-            i = (i + 1) & mask;
+        int i = hotFind(key);
+        if (hotCounts[i] != 0) {
+            hotCounts[i]++;
+            return;
         }
         if (hotSize < HOT_KEYS) {
             if (2 * (hotSize + 1) > hotKeys.length) {
@@ -74,18 +70,24 @@ public class MicrosCounts implements Serializable {
         return (int) ((key * MIX) >>> (Long.numberOfLeadingZeros(hotKeys.length) + 1));
     }
 
+    /** The small table's slot holding `key`, else the free slot where it would go (linear probing). */
+    private int hotFind(long key) {
+        int mask = hotKeys.length - 1;
+        int i = hotSlot(key);
+        while (hotCounts[i] != 0 && hotKeys[i] != key) {
+            i = (i + 1) & mask;
+        }
+        return i;
+    }
+
     private void growHot() {
         long[] k = hotKeys;
         long[] c = hotCounts;
         hotKeys = new long[2 * k.length];
         hotCounts = new long[2 * k.length];
-        int mask = hotKeys.length - 1;
         for (int j = 0; j < k.length; j++) {
             if (c[j] != 0) {
-                int i = hotSlot(k[j]);
-                while (hotCounts[i] != 0) {
-                    i = (i + 1) & mask;
-                }
+                int i = hotFind(k[j]);
                 hotKeys[i] = k[j];
                 hotCounts[i] = c[j];
             }
@@ -112,13 +114,8 @@ public class MicrosCounts implements Serializable {
         }
         Arrays.sort(k);
         long[] c = new long[n];
-        int mask = hotKeys.length - 1;
         for (int j = 0; j < n; j++) {
-            int i = hotSlot(k[j]);
-            while (hotKeys[i] != k[j] || hotCounts[i] == 0) {
-                i = (i + 1) & mask;
-            }
-            c[j] = hotCounts[i];
+            c[j] = hotCounts[hotFind(k[j])];
         }
         Arrays.fill(hotCounts, 0);
         hotSize = 0;
