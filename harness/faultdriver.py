@@ -37,12 +37,18 @@ class FaultDriver:
         specs = [a.spec for a in self.active] + ([self._applying] if self._applying is not None else [])
         return any(sp.target in (instance, f"consumer:{group}") for sp in specs)
 
-    def apply(self, spec: FaultSpec) -> dict[str, Any]:
-        """Apply and verify one fault; on a verify failure the fault stays active (reverted by the caller's
-        revert-all) and the error propagates."""
+    def nodes_of(self, specs: list[FaultSpec]) -> list[str]:
+        """The node each fault acts on, every role resolved before any fault of the list is applied: a phase's
+        faults all act on the holders at its start (a killed controller leader cannot say who the master was)."""
+        return [self.resolve(s.target) if self.resolve is not None else s.target for s in specs]
+
+    def apply(self, spec: FaultSpec, node: str | None = None) -> dict[str, Any]:
+        """Apply and verify one fault (on `node`, default: its target resolved now); on a verify failure the fault
+        stays active (reverted by the caller's revert-all) and the error propagates."""
         from faults.registry import fault_class
 
-        node = self.resolve(spec.target) if self.resolve is not None else spec.target
+        if node is None:
+            node = self.nodes_of([spec])[0]
         target = self.targets[node]
         emit = self.emit
         if node != spec.target:  # the event names the scenario's target (the role) and the node that held it

@@ -244,9 +244,10 @@ class Runner:
             self._watch.phase_started(w.name, started["wall_ns"])
             stage.load.set_phase(w.name, w.rate)
             self._dropped_before = (_stats(stage.load) or {}).get("dropped") or 0
-            for spec in w.faults:
-                progress.step(f"{w.name}: applying {spec.id} ({spec.kind} on {spec.target})")
-                evidence = driver.apply(spec)
+            for spec, node in zip(w.faults, driver.nodes_of(w.faults), strict=True):
+                on = spec.target if node == spec.target else f"{spec.target}, {node}"
+                progress.step(f"{w.name}: applying {spec.id} ({spec.kind} on {on})")
+                evidence = driver.apply(spec, node)
                 progress.step(f"{w.name}: {spec.id} verified: {_short(evidence.get('verify'))}", "green")
 
             def tick(w=w) -> None:

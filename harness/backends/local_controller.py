@@ -73,7 +73,8 @@ class LocalControllerBackend(ClusterBackend):
             self.log_sources[spec.name] = hosted.log_sources
             self.targets[spec.name] = hosted.target()
         self.roles = ControllerRoles(ctl.addrs, c.broker_name, dict(self.broker_addrs),
-                                     lambda n: bool(self.nodes[n].pids()))
+                                     lambda n: bool(self.nodes[n].pids()),
+                                     dict(zip(ctl.addrs, self.controller_nodes, strict=False)))  # none when embedded
         self._start("namesrv", say)
         for n in self.controller_nodes:  # a DLedger group elects its leader once a majority is up
             say(f"cluster: starting {n} ({self.nodes[n].addr})")

@@ -11,6 +11,8 @@ from harness.scenario.schema import at
 
 CONTROLLERS_ALLOWED = "embedded (in the name server), 3 (standalone controllers)"
 CONTROLLER_BACKENDS = ("local",)
+CONTROLLER_LEADER = "controller-leader"
+"""The fault target naming the standalone controller that leads the DLedger group when the fault is applied."""
 
 
 def controllers_value(v: Any) -> Any:
@@ -43,3 +45,17 @@ def check_mode(cluster: Any) -> None:
                                           f"{section} for good; allowed: broker.common")
     if cluster.ha_relay == "always":
         raise at(("ha_relay",), "the HA relay is not placed in controller mode; allowed: auto, never")
+
+
+def check_controller_targets(scenario: Any, shift: int) -> None:
+    """`controller-leader` needs standalone controllers (`mode: controller`, `controllers: 3`)."""
+    c = scenario.cluster
+    if c.mode == "controller" and c.controllers == 3:
+        return
+    for pi, phase in enumerate(scenario.phases):
+        for fi, f in enumerate(phase.faults):
+            if f.target == CONTROLLER_LEADER:
+                now = f"mode {c.mode}" if c.mode != "controller" else f"controllers {c.controllers}"
+                raise at(("phases", pi - shift, "faults", fi, "target"),
+                         f"{CONTROLLER_LEADER} is one of three standalone controllers, but the cluster has {now}; "
+                         "allowed: namesrv, master, slave, or mode controller with controllers: 3")

@@ -17,6 +17,7 @@ from pydantic import Field, PrivateAttr, model_validator
 from analysis.expectations import Expectation
 from harness.scenario.cluster import ClusterSpec
 from harness.scenario.consumers import ConsumersSection, is_consumer_target, target_problem
+from harness.scenario.controller_keys import check_controller_targets
 from harness.scenario.phases import MAX_EXPECTATIONS, MAX_PHASES, WARMUP_PHASE, FaultSpec, PhaseSpec, ReadbackSpec
 from harness.scenario.schema import Duration, RunName, Strict, at
 from harness.scenario.workload import LoadSection, TopicSpec
@@ -60,6 +61,7 @@ class Scenario(Strict):
         self._shift = shift
         self._fill_fault_ids(shift)
         self._check_consumer_targets(shift)
+        check_controller_targets(self, shift)
         self._gather_expectations(shift)
         return self
 

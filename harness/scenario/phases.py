@@ -9,6 +9,7 @@ from pydantic import Field, field_validator, model_validator
 from analysis.expectations import Expectation
 from harness.scenario.cluster import NODE_NAMES
 from harness.scenario.consumers import is_consumer_target
+from harness.scenario.controller_keys import CONTROLLER_LEADER
 from harness.scenario.schema import Duration, Name, Strict, at
 from harness.scenario.search import SearchSpec
 from harness.scenario.workload import MAX_RATE
@@ -34,9 +35,9 @@ class FaultSpec(Strict):
     @field_validator("target")
     @classmethod
     def _target(cls, v: str) -> str:
-        if v not in NODE_NAMES and not is_consumer_target(v):
+        if v not in NODE_NAMES and v != CONTROLLER_LEADER and not is_consumer_target(v):
             raise ValueError(f"{v!r} is not a node of the cluster; allowed: {', '.join(NODE_NAMES)}, "
-                             "consumer:<group>, <group>.c<index>")
+                             f"{CONTROLLER_LEADER} (controllers: 3), consumer:<group>, <group>.c<index>")
         return v
 
 
