@@ -81,6 +81,13 @@ class VersionProfile:
         return ResponseCode.SYSTEM_ERROR
 
     @property
+    def compensates_ha_queue_offsets(self) -> bool:
+        """5.2+ in controller mode count the messages past the confirm offset into the next queue offsets when they
+        recount them (`ConsumeQueueStore.compensateForHA`, PR #7690 for apache/rocketmq#7689); up to 5.1 a restarted
+        master gave new messages the queue offsets of those it had acknowledged past the confirm offset."""
+        return self.is_5x and tuple(_numbers(self.release)[:2]) >= (5, 2)
+
+    @property
     def slave_rejects_send(self) -> bool:
         """5.x `SendMessageProcessor.rejectRequest` also rejects on a slave that is not acting master."""
         return self.is_5x

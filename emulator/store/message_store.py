@@ -101,9 +101,7 @@ class MessageStore:
         while self.reput.do_reput():
             pass
         self._recovering = False
-        table = self.commitlog.topic_queue_table
-        for (topic, qid), cq in self.consume_queues.items():
-            table[f"{topic}-{qid}"] = cq.max_offset_in_queue()
+        truncation.recover_topic_queue_table(self)
         store_log.info("recover end, commitlog max offset %d, %d consume queues rebuilt", end,
                        len(self.consume_queues))
 

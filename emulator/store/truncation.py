@@ -81,8 +81,42 @@ def last_valid_offset_from(store, offset: int) -> int:
 
 
 def recover_topic_queue_table(store) -> None:
-    """`recoverTopicQueueTable`: the next queue offset of every queue from its consume queue."""
+    """`recoverTopicQueueTable`: the next queue offset of every queue from its consume queue, then (controller mode,
+    5.2+) past every message between the confirm offset and the log's end, which dispatch has not reached."""
     table = store.commitlog.topic_queue_table
     table.clear()
     for (topic, qid), cq in store.consume_queues.items():
         table[f"{topic}-{qid}"] = cq.max_offset_in_queue()
+    if store.controller_mode and store.profile.compensates_ha_queue_offsets:
+        compensate_for_ha(store, table)
+
+
+def compensate_for_ha(store, table: dict[str, int]) -> None:
+    """`ConsumeQueueStore.compensateForHA`: walk whole messages from the confirm offset (0 before any) and set
+    each one's queue to its queue offset + 1, so a new message never takes the offset of one not yet dispatched."""
+    offset = max(store.confirm_offset, 0)
+    store_log.info("Correct unsubmitted offset...StartReadOffset = %d", offset)
+    commitlog, end = store.commitlog, store.max_phy_offset()
+    while offset < end:
+        data = commitlog.get_data(offset, READ_CHUNK)
+        if not data or len(data) < 8:
+            return
+        pos = 0
+        while pos + 8 <= len(data):
+            size, magic = struct.unpack_from(">ii", data, pos)
+            if magic == BLANK_MAGIC_CODE and size > 0:
+                offset = commitlog.roll_next_file(offset + pos)
+                break
+            parsed = parse_dispatch(data, pos)
+            if parsed is None:
+                if pos == 0 or len(data) < READ_CHUNK:
+                    return  # not a whole message: the end of what was written
+                offset += pos  # a message across this chunk's end: read on from it
+                break
+            _size, topic, queue_id, queue_offset, _phy, _tags = parsed
+            key = f"{topic}-{queue_id}"
+            table[key] = queue_offset + 1
+            pos += size
+            store_log.info("Correcting. Key:%s, start read Offset: %d", key, offset + pos)
+        else:
+            offset += pos

@@ -170,7 +170,7 @@ class ControllerCluster(EmuCluster):
 
     def restart(self, name: str) -> None:
         node = self.nodes[name]
-        module = "emulator.broker" if node.role == "broker" else "emulator.controller_main"
+        module = {"broker": "emulator.broker", "namesrv": "emulator.namesrv"}.get(node.role, "emulator.controller_main")
         self._spawn(node, ["-m", module, "-c", str(node.conf)])
         if node.role == "broker":
             poll(lambda: self._answers(node), READY_TIMEOUT_S, f"{name} to answer")
