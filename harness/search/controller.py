@@ -8,8 +8,11 @@ when they are within 5 % the rate stays at the floor, so `hold` steps in a row c
 the ceiling is dropped and the search probes above again (a ceiling may have been the hangover of an earlier
 overload, or the cluster got better). A step past a
 bound at or below the floor (the floor was luck, or the cluster got worse) drops the floor and steps the rate down
-by STEP_DOWN (to what was achieved when that is less); no cut goes below half the rate (a stalled step achieves
-about nothing, and OMB's cut to it would restart from 1/s).
+by STEP_DOWN (to what was achieved when that is less), unless the step before it was past a bound too: then it is
+the overload's hangover, which says nothing about the floor, so floor and ceiling stay and the rate steps down to
+let the backlog drain; once a step is within bounds again the search goes back to the floor, and probes above only
+after `hold` steps in a row at the floor. No cut goes below half the rate (a stalled step achieves about nothing,
+and OMB's cut to it would restart from 1/s).
 Pure: figures in, the next rate out."""
 from __future__ import annotations
 
@@ -83,7 +86,11 @@ class RateSearch:
         achieved = min(f.achieved, f.rate)
         if over:
             self.factor = max(MIN_FACTOR, self.factor / 2)
-            fell = self.floor is not None and f.rate <= self.floor
+            hangover = bool(self.steps) and not self.steps[-1][1] and self.floor is not None and f.rate <= self.floor
+            fell = self.floor is not None and f.rate <= self.floor and not hangover
+            if hangover:  # still paying for the overload before: no news about the floor; let the backlog drain
+                nxt = max(min(achieved, f.rate * (1 - STEP_DOWN)), f.rate / 2)
+                return self._decide(f, over, nxt)
             if fell:
                 self.floor = None  # failed where it once held: start the bracket again from below
             limit = f.rate
@@ -104,7 +111,7 @@ class RateSearch:
             self.floor = f.rate if self.floor is None else max(self.floor, f.rate)
             if self.ceiling is not None and f.rate >= self.ceiling:
                 self.ceiling = None  # held where it once failed: that failure was not the limit
-            if self.ceiling is not None and self._held() + 1 >= self.spec.hold:
+            if self.ceiling is not None and self._held_at(self.floor) + 1 >= self.spec.hold:
                 self.ceiling = None  # the answer so far is held: probe above it (the ceiling may have been a hangover)
                 self.factor = PROBE_FACTOR  # gently: an overload's hangover spoils the steps after it
             if self.ceiling is None:
@@ -113,6 +120,9 @@ class RateSearch:
                 nxt = self.floor
             else:
                 nxt = (self.floor + self.ceiling) / 2
+        return self._decide(f, over, nxt)
+
+    def _decide(self, f: StepFigures, over: list[str], nxt: float) -> Decision:
         if self.spec.max_rate is not None:
             nxt = min(nxt, self.spec.max_rate)
         nxt = max(MIN_RATE, nxt)
@@ -120,11 +130,12 @@ class RateSearch:
         self.rate = nxt
         return Decision(not over, over, nxt)
 
-    def _held(self) -> int:
-        """Steps within bounds at the end of the list so far."""
+    def _held_at(self, rate: float) -> int:
+        """Steps within bounds at `rate` or above at the end of the list so far (a step back from an overload's
+        hangover, below the floor, does not count towards holding the floor)."""
         n = 0
-        for _, ok in reversed(self.steps):
-            if not ok:
+        for f, ok in reversed(self.steps):
+            if not ok or f.rate < rate:
                 break
             n += 1
         return n
