@@ -227,8 +227,9 @@ class AutoSwitchHAClient(threading.Thread):
             offset = local_cache.find_consistent_point(master_cache)
             store_log.info("truncateOffset is %d", offset)
             if offset < 0:
-                store_log.error("Failed to find a consistent point between masterEpoch:%s and slaveEpoch:%s",
-                                master_entries, local)
+                store_log.error("Failed to find a consistent point between masterEpoch:[%s] and slaveEpoch:[%s]",
+                                ", ".join(str(e) for e in master_cache.all_entries()),
+                                ", ".join(str(e) for e in local_cache.all_entries()))
                 return False
             if not store.truncate_files(offset):
                 store_log.error("Failed to truncate slave log to %d", offset)

@@ -35,6 +35,9 @@ FINGERPRINTS: tuple[Fingerprint, ...] = (
     Fingerprint("ha_expired_slave", (b"HAClient, housekeeping, found this connection[",
                                      b"AutoSwitchHAClient, housekeeping, found this connection["),
                 "slave: the master's HA connection sent nothing for haHousekeepingInterval"),
+    # 5.x controller mode: the slave's epoch entries and the master's share no epoch that starts at the same offset
+    Fingerprint("ha_no_consistent_point", (b"Failed to find a consistent point between",),
+                "slave (controller mode): its epochs and the master's disagree; it cannot truncate to rejoin"),
     Fingerprint("ha_new_connection", (b"HAService receive new connection",),
                 "master: a slave (re)connected its HA link"),
     Fingerprint("call_timeout", (b"sendDefaultImpl call timeout",),

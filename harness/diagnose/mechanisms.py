@@ -115,5 +115,28 @@ MECHANISMS: tuple[Mechanism, ...] = (
             "cause and more threads block the same way",
             "a restart releases the threads but redelivers from the stopped offset: expect duplicates"),
         scenario="consumer-backlog-stuck-thread"),
+    Mechanism(
+        "controller-epoch-conflict",
+        "controller mode: the master came back in its old epoch, and its slave cannot rejoin the SyncStateSet",
+        keys=("ha_no_consistent_point",),
+        explains=("ha_no_consistent_point",),
+        paragraph=(
+            "The master died together with the controller that led the controllers (apache/rocketmq#7689's crash) "
+            "and came back before the new leader looked for a dead master, so the controller named it master again "
+            "in the same epoch. Becoming master it cut that epoch from its epoch file and began it again at its "
+            "log's end. The slave's entry for the epoch still begins where it began, so every HA handshake ends in "
+            "'Failed to find a consistent point' and the slave stays out of the SyncStateSet: the broker set runs "
+            "without a replica, and what it acknowledges is on the master alone. On 5.0 and 5.1 the same restart "
+            "also gave new messages the queue offsets of those the master had acknowledged past its confirm offset "
+            "(lost to consumers; fixed in 5.2.0 by PR #7690)."),
+        recommend=(
+            "check the broker set's SyncStateSet (mqadmin getSyncStateSet): while the slave is out of it, a second "
+            "loss of the master has no in-sync broker to elect",
+            "compare the master's and the slave's epochs (mqadmin getBrokerEpoch): the same epoch starting at two "
+            "offsets is this case; the slave does not repair it by itself"),
+        warn=(
+            "on 5.0 or 5.1 do not trust what a restarted master acknowledged before the crash: check it with a "
+            "read-back of every queue (5.2.0 fixed the queue offsets)",),
+        scenario="controller-and-master-killed"),
 )
 BY_ID = {m.id: m for m in MECHANISMS}

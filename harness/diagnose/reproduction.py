@@ -2,7 +2,7 @@
 
 The shipped scenario (`scenarios/<name>.yaml`) is the reproduction; the user's version replaces its
 `cluster.version`, and the user's broker.conf keys are added to the master's section (the slave's when the file is
-a slave's) unless the shipped scenario sets the key itself (its values are what makes the mechanism show within
+a slave's; `common` in controller mode, where no node keeps a role) unless the shipped scenario sets the key itself (its values are what makes the mechanism show within
 seconds: small commitlog files, a frozen store's flush mode) or the harness sets it (ports, paths, addresses, names:
 `harness.scenario.lint.key_problem`). Every key left out is named in the file's header. The text is then loaded
 and linted as every scenario is (`harness.scenario.load_scenario_text`), so what is written runs as it stands.
@@ -42,7 +42,10 @@ def reproduction(finding: Finding, version: str | None, conf: dict[str, str]) ->
     version = version or cluster.get("version") or DEFAULT_VERSION
     cluster["version"] = version
     broker = cluster.setdefault("broker", {})
-    section = "slave" if conf.get("brokerRole", "").upper() == "SLAVE" else "master"
+    if cluster.get("mode") == "controller":  # the controller gives the roles: every broker reads broker.common
+        section = "common"
+    else:
+        section = "slave" if conf.get("brokerRole", "").upper() == "SLAVE" else "master"
     ours = {k for part in broker.values() if isinstance(part, dict) for k in part}
     table = version_defaults(version)
     used, dropped = {}, {}

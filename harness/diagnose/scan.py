@@ -120,8 +120,8 @@ def _read_conf(path: Path, evidence: Evidence) -> None:
             continue
         key, _, value = line.partition("=")
         conf[key.strip()] = value.strip()
-    if not conf:
-        return
+    if not conf or ("brokerName" not in conf and any(k.startswith("controllerDLeger") for k in conf)):
+        return  # nothing, or a controller's file (standalone, or embedded in a name server), not a broker's
     # prefer a master's file: the incidents' mechanisms and the scenario's keys are the master's
     is_master = conf.get("brokerRole", "ASYNC_MASTER").upper() != "SLAVE"
     if evidence.broker_conf_path is None or (is_master and evidence.broker_conf.get("brokerRole") == "SLAVE"):

@@ -22,8 +22,10 @@ from harness.scenario.reader import Marks
 HARNESS_KEYS = (
     "brokerClusterName", "brokerName", "brokerId", "namesrvAddr", "listenPort", "haListenPort",
     "storePathRootDir", "storePathCommitLog", "brokerIP1", "brokerIP2", "haMasterAddress",
+    "enableControllerMode", "controllerAddr",
 )
-"""Keys the backend writes itself: ports and addresses are chosen free, stores are the node's own mounts."""
+"""Keys the backend writes itself: ports and addresses are chosen free, stores are the node's own mounts, and
+controller mode is `cluster.mode` (which writes every controller's address)."""
 PATH_KEY_RE = re.compile(r"^(rocketmqHome|storePath\w*|brokerConfigPath|readOnlyCommitLogStorePaths|tieredStoreFilePath|"
                          r"kvConfigPath|configStorePath|abortFile|storeCheckpoint)$")
 """Keys that name a path on the node: every file of a node stays inside what the harness made for it (its store

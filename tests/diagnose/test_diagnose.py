@@ -22,6 +22,7 @@ EXPECTED = {
     "slave-readonly-default": "replication-stalled-slave",
     "slave-frozen": "slave-dropped",
     "transient-store-pool": "page-cache-busy",
+    "controller-and-master-killed": "controller-epoch-conflict",
 }
 CASES = sorted(p.name for p in CORPUS.iterdir() if p.is_dir())
 RMQ_CHAOS = [sys.executable, "-m", "harness.cli"]
