@@ -5,7 +5,10 @@ pagecache expectations measured (no Spark).
 Lag: per group, the lag summed over queues per second. `lag_max` is its largest sample, `lag_end` its last.
 Committed-offset stall: the longest time the group's committed offsets (summed over queues) did not go above
 their largest value so far while its lag was > 0: from the sample where they last advanced to the last sample
-of the stretch (a sample with lag 0 ends a stretch).
+of the stretch (a sample with lag 0 ends a stretch). Offset rewind: the most, in any second, that the queues'
+committed offsets stood below the highest each had reached before (summed over queues): messages a consumer
+starting from the broker's offsets then would be given again (a failover's new master holds a copy of the
+offsets up to a sync interval old).
 """
 from __future__ import annotations
 
@@ -45,7 +48,7 @@ consumer advances its offsets while falling behind)."""
 @dataclass
 class LagSeries:
     group: str
-    points: list[dict[str, Any]]  # sec, ts_ns, phase, lag, committed (sorted by sec)
+    points: list[dict[str, Any]]  # sec, ts_ns, phase, lag, committed, rewound (sorted by sec)
 
     def window(self, phase: str | None) -> list[dict[str, Any]]:
         return self.points if phase is None else [p for p in self.points if p["phase"] == phase]
@@ -97,8 +100,8 @@ class RunConsume:
     def to_json(self) -> dict[str, Any]:
         return {"groups": self.groups(), "per_phase": self.per_phase, "loss": self.loss,
                 "loss_measured": self.loss_measured, "reordered": self.reordered,
-                "lag": {g: {"max": lag_max(s.points), "end": lag_end(s.points), "stall_s": stall_seconds(s.points)}
-                        for g, s in self.lag.items()},
+                "lag": {g: {"max": lag_max(s.points), "end": lag_end(s.points), "stall_s": stall_seconds(s.points),
+                            "rewind": rewind_max(s.points)} for g, s in self.lag.items()},
                 "pagecache": self.pagecache, "verdicts": self.verdicts}
 
 
@@ -116,6 +119,12 @@ def lag_max(points: list[dict[str, Any]]) -> int | None:
 def lag_end(points: list[dict[str, Any]]) -> int | None:
     vals = [p["lag"] for p in points if p["lag"] is not None]
     return vals[-1] if vals else None
+
+
+def rewind_max(points: list[dict[str, Any]]) -> int | None:
+    """The most the group's queues' committed offsets stood below their own highest so far, in any second."""
+    vals = [p.get("rewound") for p in points if p.get("rewound") is not None]
+    return max(vals) if vals else None
 
 
 def _split(table: pa.Table, run_id: str) -> pa.Table:
@@ -269,7 +278,8 @@ def _lag_value(e: Expectation, rc: RunConsume) -> Measurement:
         pts = s.window(e.phase)
         if not pts:
             continue
-        values.append({"lag_max": lag_max, "lag_end": lag_end, "offset_stall_s": stall_seconds}[e.metric](pts))
+        values.append({"lag_max": lag_max, "lag_end": lag_end, "offset_stall_s": stall_seconds,
+                       "offset_rewind": rewind_max}[e.metric](pts))
     values = [v for v in values if v is not None]
     if not values:
         return Measurement(None, "no lag sample matches the filters")

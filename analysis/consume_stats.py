@@ -49,7 +49,7 @@ class ConsumeResults:
     per_phase: pa.Table  # run_id, level, group, phase, basis, deliveries, successes, from_slave, p50..p999, max (ms)
     loss: dict[tuple[str, str], dict[str, Any]]  # (run, group) -> acknowledged, lost, lost_keys, duplicated, ...
     reordered: dict[tuple[str, str], int]
-    lag: pa.Table  # run_id, group, sec, ts_ns, phase, lag, committed
+    lag: pa.Table  # run_id, group, sec, ts_ns, phase, lag, committed, rewound
     loss_runs: set[str] = field(default_factory=set)  # runs whose loss was computed
     warnings: dict[str, list[str]] = field(default_factory=dict)  # run -> what was left out
 
@@ -214,13 +214,21 @@ def reordered(ce: DataFrame) -> DataFrame:
 
 def lag_per_second(lag: DataFrame, runs: Sequence[RunDir], t0: dict[str, int]) -> DataFrame:
     """Per (run, group, second): the lag summed over queues (the last sample of each queue in that second) and
-    the committed offsets summed likewise, with the second's last sample time and its phase."""
+    the committed offsets summed likewise, with the second's last sample time and its phase; `rewound`: by how much
+    the queues' committed offsets stand below the highest each had before (summed over queues; a queue not
+    committed yet, offset < 0, counts nothing), which is what a failover's stale copy of the offsets shows."""
     rows = with_t0(lag, t0).withColumn("sec", second_of(F.col("ts_ns"), F.col("t0_ns")))
     per_queue = rows.groupBy("run_id", "group", "sec", "topic", "broker", "queue_id").agg(
         F.max_by("lag", "ts_ns").alias("lag"), F.max_by("consumer_offset", "ts_ns").alias("committed"),
         F.max("ts_ns").alias("ts_ns"))
+    before = Window.partitionBy("run_id", "group", "topic", "broker", "queue_id").orderBy("sec").rowsBetween(
+        Window.unboundedPreceding, -1)
+    high = F.max(F.when(F.col("committed") >= 0, F.col("committed"))).over(before)
+    per_queue = per_queue.withColumn("rewound", F.when((F.col("committed") >= 0) & (high > F.col("committed")),
+                                                       high - F.col("committed")).otherwise(F.lit(0)))
     per_group = per_queue.groupBy("run_id", "group", "sec").agg(
-        F.sum("lag").alias("lag"), F.sum("committed").alias("committed"), F.max("ts_ns").alias("ts_ns"))
+        F.sum("lag").alias("lag"), F.sum("committed").alias("committed"), F.sum("rewound").alias("rewound"),
+        F.max("ts_ns").alias("ts_ns"))
     return per_group.withColumn("phase", _phase_of(F.col("ts_ns"), runs))
 
 

@@ -28,7 +28,9 @@ CONSUME_COUNT_METRICS = ("consume_count", "consume_rate", "consume_from_slave")
 CONSUME_LATENCY_METRICS = ("consume_latency_p50_ms", "consume_latency_p90_ms", "consume_latency_p99_ms",
                            "consume_latency_p999_ms", "consume_latency_max_ms")
 CONSUMER_LOSS_METRICS = ("consumer_lost", "consumer_duplicated", "consumer_reordered")
-LAG_METRICS = ("lag_max", "lag_end", "offset_stall_s")
+LAG_METRICS = ("lag_max", "lag_end", "offset_stall_s", "offset_rewind")
+"""`offset_rewind`: the most the group's committed offsets (per queue, summed) stood below their highest so far
+in any second, e.g. after a failover's stale copy (analysis.consume_measures)."""
 PAGECACHE_METRICS = ("pagecache_put_p99_ms",)
 FAILOVER_METRICS = ("failover_election_s", "failover_route_s", "failover_first_ok_s", "failover_unavailable_s")
 """Controller mode: from the master's death (the fault on `master`) to the election, the new route, the first
@@ -81,6 +83,7 @@ Metric = Literal[
     "consume_latency_p50_ms", "consume_latency_p90_ms", "consume_latency_p99_ms", "consume_latency_p999_ms",
     "consume_latency_max_ms",
     "consumer_lost", "consumer_duplicated", "consumer_reordered", "lag_max", "lag_end", "offset_stall_s",
+    "offset_rewind",
     "pagecache_put_p99_ms",
     "failover_election_s", "failover_route_s", "failover_first_ok_s", "failover_unavailable_s",
     "sustainable_rate",

@@ -239,6 +239,7 @@ def compare_consumer_rows(results: Sequence[RunResults]) -> list[dict[str, Any]]
                         "born_p99": born.get("p99"), "stored_p99": stored.get("p99"),
                         "lost": loss.get("lost") if rc.loss_measured else None, "duplicated": loss.get("duplicated"),
                         "lag_max": lag.get(g or "", {}).get("max"), "stall_s": lag.get(g or "", {}).get("stall_s"),
+                        "rewind": lag.get(g or "", {}).get("rewind"),
                         "put_fast": master.get("under_10ms_share"), "put_p99": master.get("p99_upper_ms")})
     return out
 

@@ -487,6 +487,8 @@ CONSUMER_EXPECT = [
     {"name": "slow-lag-end", "group": "slow", "metric": "lag_end", "max": 0},
     {"name": "slow-stall", "group": "slow", "metric": "offset_stall_s", "min": 5},
     {"name": "fast-stall", "group": "fast", "metric": "offset_stall_s", "max": 0},
+    {"name": "fast-rewind", "group": "fast", "metric": "offset_rewind", "min": 40, "max": 40},
+    {"name": "slow-rewind", "group": "slow", "metric": "offset_rewind", "max": 0},
     {"name": "master-p99", "node": "master", "metric": "pagecache_put_p99_ms", "max": 10},
     {"name": "slow-from-slave", "group": "slow", "phase": "stuck", "metric": "consume_from_slave", "min": 1},
 ]
@@ -515,8 +517,8 @@ def consumer_run(root: Path, run_id: str = "consume-run") -> tuple[Path, Answers
         offset = i // 4 if i != 41 else 5  # queue 1 offset 5 again after 9 (order)
         b.consume(k, group="slow", born_ms=i * 100, stored_ms=i * 100 + 50, delivered_ms=i * 100 + 100,
                   queue=(i % 4, offset), broker_id=1 if 150 <= i < 160 else 0)
-    for sec in range(21):
-        b.lag_sample("fast", sec, committed=10 * sec, lag=0)
+    for sec in range(21):  # fast's offsets go back 40 at second 15 (a stale copy, as after a failover)
+        b.lag_sample("fast", sec, committed=10 * sec if sec != 15 else 100, lag=0)
         if sec <= 9:
             b.lag_sample("slow", sec, committed=10 * sec, lag=0)
         elif sec <= 19:

@@ -48,6 +48,7 @@ def test_consumer_metrics_on_a_crafted_run(consumed):
     assert m["slow-lag-end"].measured == 0
     assert m["slow-stall"].measured == want["slow_stall_s"]
     assert m["fast-stall"].measured == 0
+    assert m["fast-rewind"].measured == 40 and m["slow-rewind"].measured == 0  # per queue: 70 -> 50 twice
     assert m["master-p99"].measured == 10.0
     # by delivery time: fast 99 (key 17 dropped), slow 99 (its 100th is delivered at 10.0 s, in stuck)
     assert m["healthy-rate"].measured == pytest.approx(198 / 10)
