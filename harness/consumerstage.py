@@ -137,8 +137,7 @@ class ConsumerStage:
         self.journal = journal
         self.say = say or (lambda *_: None)
         self.namesrv = backend.namesrv_addr
-        self.master_addr = backend.broker_addrs["master"]
-        self.addrs = [backend.broker_addrs["master"], backend.broker_addrs["slave"]]
+        self.addrs = backend.role_addrs  # asked each time: in controller mode the master changes
         self.fleet: Any = None
         self.tag = journal.new_id("p")
         self.lag: ConsumerLagCollector | None = None
@@ -147,6 +146,11 @@ class ConsumerStage:
         self.targets: dict[str, NodeTarget] = {}
         self._watching = threading.Event()
         self._on_lost: Any = None
+
+    @property
+    def master_addr(self) -> str:
+        """The broker that holds the master role now."""
+        return self.addrs()[0]
 
     # --- workers ---------------------------------------------------------------------------------------------
     def note_procs(self) -> None:
@@ -197,7 +201,7 @@ class ConsumerStage:
         committed (0 for the others); `queues_owned` is how many queues it lists."""
         t0 = time.monotonic()
         deadline = t0 + READY_TIMEOUT_S
-        fetch = broker_stats_fetch([self.master_addr])
+        fetch = broker_stats_fetch(lambda: [self.master_addr])
         topic, queues = self.scenario.topic.name, self.scenario.topic.queues
         listed: dict[str, int] = {}
         owned: dict[str, int] = {}

@@ -109,6 +109,11 @@ class ClusterBackend:
                                               self.scenario.cluster.store_size, run_id=self.run_id, node=n,
                                               label=f"rmq-{n}")
 
+    def role_addrs(self) -> list[str]:
+        """The brokers' addresses, the one holding the master role now first (the consumers' admin calls: who lists
+        a group's consumers, who answers GET_CONSUME_STATS)."""
+        return [self.broker_addrs["master"], self.broker_addrs["slave"]]
+
     def node_addrs(self) -> dict[str, str]:
         return {n: self.nodes[n].addr for n in self.node_order if n in self.nodes}
 

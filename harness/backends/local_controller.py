@@ -114,6 +114,12 @@ class LocalControllerBackend(ClusterBackend):
     def ready_note(self) -> str:
         return f", controller {'in the name server' if not self.controller_nodes else 'x3'}, master {self.broker_nodes[0]}"
 
+    def role_addrs(self) -> list[str]:
+        """The controller's master now (while it names a live one) first, then the other brokers in node order."""
+        master = self.roles.master() if self.roles is not None else None
+        order = ([master] if master else []) + [n for n in self.broker_nodes if n != master]
+        return [self.broker_addrs[n] for n in order]
+
     def resolve_target(self, target: str) -> str:
         assert self.roles is not None
         return self.roles.resolve(target)

@@ -23,12 +23,14 @@ StatsFetch = Callable[[str], list[dict[str, Any]] | None]
 """`fetch(group)` -> lag rows without `run_id` (one per queue), or None when no broker answered (must not raise)."""
 
 
-def broker_stats_fetch(addrs: Sequence[str], timeout_ms: float = STATS_TIMEOUT_MS) -> StatsFetch:
-    """GET_CONSUME_STATS to each of `addrs` in order (master, then slave) until one answers."""
+def broker_stats_fetch(addrs: Sequence[str] | Callable[[], Sequence[str]],
+                       timeout_ms: float = STATS_TIMEOUT_MS) -> StatsFetch:
+    """GET_CONSUME_STATS to each of `addrs` in order (master, then slave) until one answers; `addrs` may be a
+    function asked at each fetch (controller mode: the master is whoever holds the role then)."""
     from harness import brokerclient
 
     def fetch(group: str) -> list[dict[str, Any]] | None:
-        for addr in addrs:
+        for addr in (addrs() if callable(addrs) else addrs):
             try:
                 from remoting.consume_stats import get_consume_stats
 

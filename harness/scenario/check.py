@@ -26,9 +26,6 @@ PLACEHOLDER_NAMESRV = "127.0.0.1:9876"
 def check_scenario(scenario: Scenario, marks: Marks) -> None:
     """Raise `SourceError` for the first thing in `scenario` the system cannot do."""
     _check_faults(scenario, marks)
-    if scenario.cluster.mode == "controller" and scenario.consumers.groups:
-        raise marks.error(("consumers",), "consumer groups are not run in controller mode yet; allowed: no "
-                                          "consumers, or cluster.mode master_slave")
     _check_clients(scenario, marks)
     _check_load(scenario, marks)
     _check_search(scenario, marks)

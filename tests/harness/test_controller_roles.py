@@ -152,3 +152,15 @@ def test_a_phases_roles_are_resolved_before_its_first_fault() -> None:
     for spec, node in zip(specs, nodes, strict=True):
         driver.apply(spec, node)
     assert [a.spec.id for a in driver.active] == ["a", "b"] and "controller-1" not in alive
+
+
+def test_the_consumers_ask_the_master_of_the_moment_first() -> None:
+    """Consumer admin calls (listing, GET_CONSUME_STATS) go to the broker that holds the master role then."""
+    from harness.backends.local_controller import LocalControllerBackend
+
+    def backend(master: str | None) -> SimpleNamespace:
+        return SimpleNamespace(roles=FixedRoles(master, set(ADDRS)), broker_nodes=tuple(ADDRS), broker_addrs=ADDRS)
+
+    assert LocalControllerBackend.role_addrs(backend("broker-1")) == [ADDRS["broker-1"], ADDRS["broker-0"]]
+    assert LocalControllerBackend.role_addrs(backend("broker-0")) == [ADDRS["broker-0"], ADDRS["broker-1"]]
+    assert LocalControllerBackend.role_addrs(backend(None)) == [ADDRS["broker-0"], ADDRS["broker-1"]]
