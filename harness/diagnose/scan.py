@@ -122,7 +122,13 @@ def _read_conf(path: Path, evidence: Evidence) -> None:
         conf[key.strip()] = value.strip()
     if not conf or ("brokerName" not in conf and any(k.startswith("controllerDLeger") for k in conf)):
         return  # nothing, or a controller's file (standalone, or embedded in a name server), not a broker's
-    # prefer a master's file: the incidents' mechanisms and the scenario's keys are the master's
-    is_master = conf.get("brokerRole", "ASYNC_MASTER").upper() != "SLAVE"
-    if evidence.broker_conf_path is None or (is_master and evidence.broker_conf.get("brokerRole") == "SLAVE"):
+    if evidence.broker_conf_path is None or _conf_rank(conf) > _conf_rank(evidence.broker_conf):
         evidence.broker_conf, evidence.broker_conf_path = conf, str(path)
+
+
+def _conf_rank(conf: dict[str, str]) -> tuple[bool, bool]:
+    """Which file is the broker.conf: one that names a broker before one that does not (a name server's
+    `listenPort` alone), and a master's before a slave's (the incidents' mechanisms and the scenario's keys are the
+    master's; in controller mode every broker's file says SLAVE)."""
+    return ("brokerName" in conf or "brokerClusterName" in conf,
+            conf.get("brokerRole", "ASYNC_MASTER").upper() != "SLAVE")

@@ -155,3 +155,16 @@ def test_application_exceptions_name_page_cache_busy(tmp_path):
     path = write(reproduction(findings[0], None, evidence.broker_conf), tmp_path / "out")
     names = [r.name for r in load_scenarios(path)]  # the shipped scenario's matrix: the pool on and off
     assert names == ["diagnosed-page-cache-busy.pool=on", "diagnosed-page-cache-busy.pool=off"]
+
+
+def test_the_broker_conf_is_a_brokers_file(tmp_path):
+    """Among a name server's, a controller's and a controller-mode broker's file (brokerRole=SLAVE, as all are),
+    the broker's is read as the broker.conf."""
+    (tmp_path / "namesrv.conf").write_text("listenPort=9876\n")
+    (tmp_path / "controller-0.conf").write_text("controllerDLegerGroup=g\ncontrollerDLegerSelfId=n0\n")
+    (tmp_path / "broker-0.conf").write_text("brokerName=broker-a\nbrokerRole=SLAVE\nenableControllerMode=true\n")
+    evidence, _ = scan([str(tmp_path)])
+    assert evidence.broker_conf_path == str(tmp_path / "broker-0.conf")
+    (tmp_path / "broker-1.conf").write_text("brokerName=broker-a\nbrokerRole=SYNC_MASTER\n")
+    evidence, _ = scan([str(tmp_path)])
+    assert evidence.broker_conf_path == str(tmp_path / "broker-1.conf"), "a master's before a slave's"
