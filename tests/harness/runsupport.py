@@ -14,11 +14,20 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
+import pytest
 
 from faults.journal import Journal
 from faults.system.procs import TAG_ENV
 
 REPO = Path(__file__).resolve().parents[2]
+FULL_ENV = "RMQ_CHAOS_FULL_TESTS"
+
+
+def full_only(cost: str) -> list:
+    """Marks of a scenario test left out of the default run for the suite's time (`cost`, e.g. "~2 min"): long, and
+    skipped unless RMQ_CHAOS_FULL_TESTS=1."""
+    return [pytest.mark.long, pytest.mark.skipif(os.environ.get(FULL_ENV) != "1",
+                                                 reason=f"{cost} of the suite's 20 minutes: {FULL_ENV}=1")]
 
 
 def cli_env(state: Path, drop: tuple[str, ...] = (), add: dict[str, str] | None = None) -> dict[str, str]:

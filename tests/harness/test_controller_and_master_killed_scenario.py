@@ -8,14 +8,11 @@ target's resolution in tests/harness/test_controller_roles.py and the store's si
 tests/emulator/test_emu_controller_restart_queue_offsets.py)."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-import pytest
-from runsupport import REPO, events, fault_event, valid_run
+from runsupport import REPO, events, fault_event, full_only, valid_run
 
-pytestmark = [pytest.mark.long, pytest.mark.skipif(
-    os.environ.get("RMQ_CHAOS_FULL_TESTS") != "1", reason="~2 min of the suite's 20 minutes: RMQ_CHAOS_FULL_TESTS=1")]
+pytestmark = full_only("~2 min")
 SCENARIO = REPO / "scenarios" / "controller-and-master-killed.yaml"
 
 

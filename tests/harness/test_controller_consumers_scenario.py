@@ -5,15 +5,12 @@ report gives each group's offset rewind. Every expectation of the file holds; re
 docs/fidelity.md. About 3 minutes, so with RMQ_CHAOS_FULL_TESTS=1 only."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pyarrow.parquet as pq
-import pytest
-from runsupport import REPO, events, fault_event, valid_run
+from runsupport import REPO, events, fault_event, full_only, valid_run
 
-pytestmark = [pytest.mark.long, pytest.mark.skipif(
-    os.environ.get("RMQ_CHAOS_FULL_TESTS") != "1", reason="~3 min of the suite's 20 minutes: RMQ_CHAOS_FULL_TESTS=1")]
+pytestmark = full_only("~3 min")
 SCENARIO = REPO / "scenarios" / "master-killed-controller-consumers.yaml"
 
 

@@ -6,14 +6,11 @@ back in the set: it is, it is elected, and nothing acknowledged is lost. Every e
 (tests/emulator/test_emu_controller_sync_state_set.py covers the SyncStateSet in the default run)."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-import pytest
-from runsupport import REPO, events, fault_event, valid_run
+from runsupport import REPO, events, fault_event, full_only, valid_run
 
-pytestmark = [pytest.mark.long, pytest.mark.skipif(
-    os.environ.get("RMQ_CHAOS_FULL_TESTS") != "1", reason="~2.5 min of the suite's 20 minutes: RMQ_CHAOS_FULL_TESTS=1")]
+pytestmark = full_only("~2.5 min")
 SCENARIO = REPO / "scenarios" / "syncstateset-expansion-race.yaml"
 
 

@@ -7,14 +7,12 @@ figures of the same file: docs/fidelity.md. About 2.5 minutes each, so with RMQ_
 (tests/emulator/test_emu_controller_unclean.py covers the election rule in the default run)."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
-from runsupport import REPO, events, fault_event, valid_run
+from runsupport import REPO, events, fault_event, full_only, valid_run
 
-pytestmark = [pytest.mark.long, pytest.mark.skipif(
-    os.environ.get("RMQ_CHAOS_FULL_TESTS") != "1", reason="~5 min of the suite's 20 minutes: RMQ_CHAOS_FULL_TESTS=1")]
+pytestmark = full_only("~5 min")
 SCENARIO = REPO / "scenarios" / "unclean-election.yaml"
 
 
