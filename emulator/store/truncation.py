@@ -6,6 +6,7 @@ the smaller of where it was and the cut."""
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 
 from emulator.logs import store_log
 from emulator.store.reput import parse_dispatch
@@ -52,32 +53,43 @@ def is_offset_aligned(store, offset: int) -> bool:
     return (magic == BLANK_MAGIC_CODE and size > 0) or parse_dispatch(data, 0) is not None
 
 
-def last_valid_offset_from(store, offset: int) -> int:
-    """Walk whole messages (and file-end blanks) from `offset`; the offset after the last valid one."""
+def whole_messages(store, offset: int) -> Iterator[tuple[int, tuple | None]]:
+    """Walk whole messages (and file-end blanks) from `offset`: yields (the offset after it, the message as
+    `parse_dispatch` gives it, None for a blank) until a message is not whole or the log ends."""
     commitlog = store.commitlog
     end = store.max_phy_offset()
     while offset < end:
         data = commitlog.get_data(offset, READ_CHUNK)
         if not data:
-            break
+            return
         pos = 0
         while pos + 8 <= len(data):
             size, magic = struct.unpack_from(">ii", data, pos)
             if magic == BLANK_MAGIC_CODE and size > 0:
                 offset = commitlog.roll_next_file(offset + pos)
+                yield offset, None
                 pos = -1
                 break
             if size > 0 and pos + size > len(data) and len(data) == READ_CHUNK:
                 break  # a message across this chunk's end: read on from it
-            if parse_dispatch(data, pos) is None:
-                return offset + pos
+            parsed = parse_dispatch(data, pos)
+            if parsed is None:
+                return
             pos += size
+            yield offset + pos, parsed
         if pos == -1:
             continue
         if pos == 0:
-            break
+            return
         offset += pos
-    return offset
+
+
+def last_valid_offset_from(store, offset: int) -> int:
+    """The offset after the last valid message (or file-end blank) from `offset`."""
+    last = offset
+    for last, _ in whole_messages(store, offset):  # noqa: B007 - the last one yielded is the answer
+        pass
+    return last
 
 
 def recover_topic_queue_table(store) -> None:
@@ -96,27 +108,10 @@ def compensate_for_ha(store, table: dict[str, int]) -> None:
     each one's queue to its queue offset + 1, so a new message never takes the offset of one not yet dispatched."""
     offset = max(store.confirm_offset, 0)
     store_log.info("Correct unsubmitted offset...StartReadOffset = %d", offset)
-    commitlog, end = store.commitlog, store.max_phy_offset()
-    while offset < end:
-        data = commitlog.get_data(offset, READ_CHUNK)
-        if not data or len(data) < 8:
-            return
-        pos = 0
-        while pos + 8 <= len(data):
-            size, magic = struct.unpack_from(">ii", data, pos)
-            if magic == BLANK_MAGIC_CODE and size > 0:
-                offset = commitlog.roll_next_file(offset + pos)
-                break
-            parsed = parse_dispatch(data, pos)
-            if parsed is None:
-                if pos == 0 or len(data) < READ_CHUNK:
-                    return  # not a whole message: the end of what was written
-                offset += pos  # a message across this chunk's end: read on from it
-                break
-            _size, topic, queue_id, queue_offset, _phy, _tags = parsed
-            key = f"{topic}-{queue_id}"
-            table[key] = queue_offset + 1
-            pos += size
-            store_log.info("Correcting. Key:%s, start read Offset: %d", key, offset + pos)
-        else:
-            offset += pos
+    for after, parsed in whole_messages(store, offset):
+        if parsed is None:
+            continue
+        _size, topic, queue_id, queue_offset, _phy, _tags = parsed
+        key = f"{topic}-{queue_id}"
+        table[key] = queue_offset + 1
+        store_log.info("Correcting. Key:%s, start read Offset: %d", key, after)
