@@ -14,7 +14,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "remoting"))
 
-from remoting_scripted_server import Reply, ScriptedServer, free_port  # noqa: E402
+from remoting_scripted_server import RefusingAddress, Reply, ScriptedServer  # noqa: E402
 
 from analysis import contract as c  # noqa: E402
 from harness import brokerclient  # noqa: E402
@@ -80,6 +80,13 @@ def servers():
         s.close()
 
 
+@pytest.fixture
+def down():
+    """An address that refuses connections: a node that is down."""
+    with RefusingAddress() as addr:
+        yield addr
+
+
 def rows_of(readback: Path, node: str) -> list[dict]:
     return [r for p in sorted(readback.glob(f"part-{node}-*.parquet")) for r in pq.read_table(p).to_pylist()]
 
@@ -141,9 +148,8 @@ def test_a_queue_the_slave_cannot_serve_ends_that_queue_only(tmp_path, servers):
                                f"code 1: {IOOBE}")
 
 
-def test_a_node_that_refuses_connections_is_recorded_not_raised(tmp_path, servers):
+def test_a_node_that_refuses_connections_is_recorded_not_raised(tmp_path, servers, down):
     master = servers(broker({0: 3, 1: 2}))
-    down = f"127.0.0.1:{free_port()}"
     sources = [ReadbackSource("master", "broker-a", master.addr), ReadbackSource("slave", "broker-a", down)]
     counts = read_back(RUN, TOPIC, 2, sources, brokerclient.read_queue, tmp_path, timeout_s=60)
     assert counts == {"master": 5, "slave": 0}
@@ -220,7 +226,7 @@ def test_the_runner_warns_per_queue_and_still_ends_the_read_back(tmp_path, serve
     assert "master 5, slave 35 messages; 1 queue(s) not read completely" in text
 
 
-def test_a_node_that_died_fails_the_run_after_readback_end(tmp_path, servers):
+def test_a_node_that_died_fails_the_run_after_readback_end(tmp_path, servers, down):
     """Unreadable because its process died on its own (not stopped by the harness): the read-back ends and is
     recorded, then the run fails as it did when the read-back raised (the failure handler adds node_exit)."""
     from rich.console import Console
@@ -230,7 +236,6 @@ def test_a_node_that_died_fails_the_run_after_readback_end(tmp_path, servers):
 
     scenario, rd = _run(tmp_path)
     slave = servers(broker({0: 3, 1: 2}))
-    down = f"127.0.0.1:{free_port()}"
     sources = [ReadbackSource("master", "broker-a", down), ReadbackSource("slave", "broker-a", slave.addr)]
     progress = RunProgress(rd.run_id, 1.0, console=Console(record=True, width=200, force_terminal=False))
     stopped = _Backend(rd, sources, nodes={"master": _Node(None), "slave": _Node(None)})

@@ -8,7 +8,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from remoting_scripted_server import ScriptedServer, broker_handler, namesrv_handler  # noqa: E402
+from remoting_scripted_server import RefusingAddress, ScriptedServer, broker_handler, namesrv_handler  # noqa: E402
 
 from remoting.client import RemotingClient  # noqa: E402
 
@@ -26,6 +26,20 @@ def server_factory():
     yield make
     for server in made:
         server.close()
+
+
+@pytest.fixture
+def refused_addr():
+    """`refused_addr()`: a 127.0.0.1 address that refuses connections until teardown (a `RefusingAddress`)."""
+    held: list[RefusingAddress] = []
+
+    def make() -> str:
+        held.append(RefusingAddress())
+        return held[-1].addr
+
+    yield make
+    for address in held:
+        address.close()
 
 
 @pytest.fixture

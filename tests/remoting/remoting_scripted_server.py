@@ -222,7 +222,28 @@ def broker_handler(script: Callable[[RemotingCommand, int], Reply | str | None] 
 
 
 def free_port() -> int:
-    """A 127.0.0.1 port with nothing listening (connections to it are refused)."""
+    """A 127.0.0.1 port free at this moment, for a server the test starts on it next. For an address that must
+    refuse connections, use `RefusingAddress`: a port let go can be taken meanwhile by a parallel test, or chosen by
+    the kernel as the very source port of the connect to it (a TCP self-connect, which succeeds)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+class RefusingAddress:
+    """`host:port` on 127.0.0.1 that refuses every connection while the object lives: the port stays bound without
+    listening, so neither another test nor the kernel's choice of a source port can take it."""
+
+    def __init__(self):
+        self._sock = socket.socket()
+        self._sock.bind(("127.0.0.1", 0))
+        self.addr = f"127.0.0.1:{self._sock.getsockname()[1]}"
+
+    def close(self) -> None:
+        self._sock.close()
+
+    def __enter__(self) -> str:
+        return self.addr
+
+    def __exit__(self, *exc) -> None:
+        self.close()

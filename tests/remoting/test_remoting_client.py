@@ -9,7 +9,7 @@ import threading
 import time
 
 import pytest
-from remoting_scripted_server import CLOSE, SILENT, Reply, free_port
+from remoting_scripted_server import CLOSE, SILENT, Reply
 from waiting import poll
 
 from remoting import codec
@@ -146,8 +146,8 @@ def test_peer_close_4_9_waits_out_the_timeout_5_x_fails_at_once(server_factory, 
         client.invoke_sync(server.addr, make_request(RequestCode.HEART_BEAT), timeout_ms)
 
 
-def test_connection_refused_is_a_connect_exception(client_factory):
-    addr = f"127.0.0.1:{free_port()}"
+def test_connection_refused_is_a_connect_exception(client_factory, refused_addr):
+    addr = refused_addr()
     with pytest.raises(RemotingConnectException) as err:
         client_factory().invoke_sync(addr, make_request(RequestCode.HEART_BEAT), 1000)
     assert str(err.value) == f"connect to {addr} failed"
@@ -185,9 +185,9 @@ def test_server_requests_get_request_code_not_supported(server_factory, client_f
     assert client.invoke_sync(server.addr, make_request(RequestCode.HEART_BEAT, {"tag": "x"}), 3000).remark == "x"
 
 
-def test_name_server_failover_to_the_next_address(server_factory, client_factory):
+def test_name_server_failover_to_the_next_address(server_factory, client_factory, refused_addr):
     server = server_factory(echo)
-    client = client_factory([f"127.0.0.1:{free_port()}", server.addr])
+    client = client_factory([refused_addr(), server.addr])
     for _ in range(3):
         assert client.invoke_sync(None, make_request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"tag": "ns"}), 3000).remark == "ns"
 

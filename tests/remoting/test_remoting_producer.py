@@ -9,7 +9,7 @@ import time
 import zlib
 
 import pytest
-from remoting_scripted_server import SILENT, Reply, free_port, route_for, send_ok_reply
+from remoting_scripted_server import SILENT, Reply, route_for, send_ok_reply
 
 from remoting.codes import RequestCode
 from remoting.errors import (
@@ -144,8 +144,8 @@ def test_not_store_ok_statuses_are_returned_not_raised(cluster, code, status):
     assert again.status == status and [a.response_code for a in again.attempts] == [code] * 3
 
 
-def test_connection_refused_tries_the_next_broker_then_gives_up(cluster):
-    dead = f"127.0.0.1:{free_port()}"
+def test_connection_refused_tries_the_next_broker_then_gives_up(cluster, refused_addr):
+    dead = refused_addr()
     namesrv, servers = cluster({"broker-a": dead, "broker-b": None})
     producer = cluster.producer(namesrv)
     results = [producer.send(Message(TOPIC, b"m")) for _ in range(6)]
@@ -153,7 +153,7 @@ def test_connection_refused_tries_the_next_broker_then_gives_up(cluster):
     failed_first = [r.attempts for r in results if r.attempts[0].broker_name == "broker-a"]
     assert failed_first and all(a[0].error == "RemotingConnectException" and len(a) == 2 for a in failed_first)
 
-    namesrv, _ = cluster({"broker-a": dead, "broker-b": f"127.0.0.1:{free_port()}"})
+    namesrv, _ = cluster({"broker-a": dead, "broker-b": refused_addr()})
     with pytest.raises(MQClientException) as err:
         cluster.producer(namesrv).send(Message(TOPIC, b"m"))
     e = err.value
