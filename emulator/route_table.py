@@ -87,7 +87,10 @@ class RouteTable:
 
     def unregister(self, broker_addr: str, broker_name: str, broker_id: int) -> None:
         with self._lock:
-            self._remove(broker_addr, reason="unregister")
+            live = self.broker_live.get(broker_addr) is not None
+            namesrv_log.info("unregisterBroker, remove from brokerLiveTable %s, %s", "OK" if live else "Failed",
+                             broker_addr)
+            self._remove(broker_addr, "unregister")
 
     def route(self, topic: str) -> dict | None:
         with self._lock:
@@ -111,21 +114,31 @@ class RouteTable:
             for addr, live in list(self.broker_live.items()):
                 if live.last_update_ms + BROKER_CHANNEL_EXPIRED_MS < now:
                     namesrv_log.warning("The broker channel expired, %s %dms", addr, BROKER_CHANNEL_EXPIRED_MS)
-                    self._remove(addr, reason="expired")
+                    self._remove(addr, "expired")
 
     def channel_closed(self, channel_id: int) -> None:
         with self._lock:
             for addr, live in list(self.broker_live.items()):
                 if live.channel_id == channel_id:
-                    self._remove(addr, reason="channel destroyed")
+                    self._remove(addr, "closed")
 
-    def _remove(self, broker_addr: str, reason: str) -> None:
+    def _remove(self, broker_addr: str, how: str) -> None:
+        """Drop a broker as 4.9.1's RouteInfoManager does, with its log lines: `unregisterBroker` for a broker that
+        said goodbye ("unregister"), `onChannelDestroy` for one whose connection closed ("closed": found by its
+        channel, so named first) or expired ("expired": already out of the live table, so not)."""
+        unregister = how == "unregister"
         self.broker_live.pop(broker_addr, None)
+        if how == "closed":
+            namesrv_log.info("the broker's channel destroyed, %s, clean it's data structure at once", broker_addr)
         for name, data in list(self.broker_addr.items()):
             for bid, addr in list(data.broker_addrs.items()):
                 if addr == broker_addr:
                     del data.broker_addrs[bid]
-                    namesrv_log.info("remove brokerAddr[%s, %s] from brokerAddrTable, because %s", bid, addr, reason)
+                    if unregister:
+                        namesrv_log.info("unregisterBroker, remove addr from brokerAddrTable OK, %s", addr)
+                    else:
+                        namesrv_log.info("remove brokerAddr[%s, %s] from brokerAddrTable, because channel destroyed",
+                                         bid, addr)
             if not data.broker_addrs:
                 del self.broker_addr[name]
                 for names in self.cluster_addr.values():

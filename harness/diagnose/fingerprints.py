@@ -40,6 +40,15 @@ FINGERPRINTS: tuple[Fingerprint, ...] = (
                 "slave (controller mode): its epochs and the master's disagree; it cannot truncate to rejoin"),
     Fingerprint("ha_new_connection", (b"HAService receive new connection",),
                 "master: a slave (re)connected its HA link"),
+    # 4.9.x's HAClient when the master's end of the HA link closed (the master's process died or stopped)
+    Fingerprint("ha_master_closed", (b"HAClient, processReadEvent read socket < 0",),
+                "slave: the master closed the HA connection"),
+    # 4.9.x RouteInfoManager.onChannelDestroy for brokerId 0: the master's connection to the name server closed
+    # without an unregister (4.9.x logs a graceful stop as "unregisterBroker, ...") or expired
+    Fingerprint("namesrv_master_removed", (b"remove brokerAddr[0, ",),
+                "name server: a master left the route without unregistering (its connection closed or expired)"),
+    Fingerprint("namesrv_broker_expired", (b"The broker channel expired, ",),
+                "name server: a broker sent no registration for 120 s (BROKER_CHANNEL_EXPIRED_TIME) and was dropped"),
     Fingerprint("call_timeout", (b"sendDefaultImpl call timeout",),
                 "client: RemotingTooMuchRequestException, the send's whole timeout budget ran out"),
     Fingerprint("flush_slave_timeout", (b"FLUSH_SLAVE_TIMEOUT",),

@@ -24,6 +24,17 @@ class Mechanism:
     warn: tuple[str, ...]
     scenario: str
     """The shipped scenario (scenarios/<name>.yaml) the written reproduction starts from."""
+    scenario_below: tuple[tuple[str, int, str], ...] = ()
+    """(broker.conf key, value, scenario): a broker.conf that sets the key below the value is reproduced by that
+    scenario instead, whose expectations encode what the setting changes; the user's value of the key is kept."""
+
+    def scenario_for(self, conf: dict[str, str]) -> str:
+        """The shipped scenario that reproduces this mechanism with the broker.conf `conf`."""
+        for key, limit, name in self.scenario_below:
+            value = conf.get(key, "").strip()
+            if value.isdigit() and int(value) < limit:
+                return name
+        return self.scenario
 
 
 MECHANISMS: tuple[Mechanism, ...] = (
@@ -48,7 +59,9 @@ MECHANISMS: tuple[Mechanism, ...] = (
         warn=(
             "raising the client's send timeout only waits longer: each request waits syncFlushTimeout in turn",
             "do not trust SEND_OK from before the cliff under SYNC_MASTER: the slave may not hold those messages"),
-        scenario="slave-readonly-default"),
+        scenario="slave-readonly-default",
+        # the master's conf (diagnose prefers it) with the gap limit lowered: SLAVE_NOT_AVAILABLE instead of timeouts
+        scenario_below=(("haSlaveFallbehindMax", 268435456, "slave-readonly-fallbehind-1m"),)),
     # the slave's own "HAClient, housekeeping ... expired" names no mechanism alone: the real 4.9.1 slave with a
     # read-only store logs it at every turn of its reconnect loop (9 times in one run) while the master keeps it
     # connected; only the master dropping the slave (`ha_expired_master`) names slave-dropped
@@ -70,6 +83,50 @@ MECHANISMS: tuple[Mechanism, ...] = (
             "SLAVE_NOT_AVAILABLE is not retried by default (retryAnotherBrokerWhenNotStoreOK is false): do not read it "
             "as a lost message",),
         scenario="slave-frozen"),
+    Mechanism(
+        "master-lost", "a 4.x master's process died: its broker set takes no sends until it is back",
+        keys=("namesrv_master_removed",),
+        explains=("namesrv_master_removed", "ha_master_closed", "ha_new_connection", "call_timeout"),
+        paragraph=(
+            "In a 4.x master/slave broker set (no controller) the slave never becomes master. The master's process "
+            "died (a crash, the OOM killer, SIGKILL): its connections closed, the name server logged 'remove "
+            "brokerAddr[0, ...] from brokerAddrTable, because channel destroyed' (a graceful stop unregisters "
+            "instead), and the slave's HA client saw the link close. Producers get errors for that broker set while "
+            "it is down: sends in flight wait out their timeout, new ones fail to connect; there is nothing to send "
+            "to unless the topic has queues on other broker sets. Consumers go on from the slave (the client pulls "
+            "from the next broker id once the master is gone from the route) and commit their offsets there; once "
+            "the master is back they commit to it again, so offsets are not lost, but messages may be delivered "
+            "again (offsets are committed every 5 s). Under SYNC_MASTER every acknowledged send is on the slave; the "
+            "master's own store keeps what it stored."),
+        recommend=(
+            "find why the master's process died: its stdout and the kernel log (OOM killer), hs_err files; start it "
+            "again on its own store",
+            "count the producers' errors while it was down as not sent: nothing was stored for them",
+            "for a broker set that stays writable when its master dies, RocketMQ 5's controller mode elects the "
+            "slave (scenario master-killed-controller)"),
+        warn=(
+            "expect duplicates on the consumer side after the master is back: consumers redeliver from the offsets "
+            "committed last (every 5 s)",),
+        scenario="master-killed-consumers"),
+    Mechanism(
+        "brokers-expired", "the name server heard nothing from brokers for 120 s and dropped them from the routes",
+        keys=("namesrv_broker_expired",),
+        explains=("namesrv_broker_expired", "namesrv_master_removed"),
+        paragraph=(
+            "Brokers register with every name server every 30 s; a name server drops a broker it has not heard from "
+            "for 120 s (BROKER_CHANNEL_EXPIRED_TIME: 'The broker channel expired', then 'remove brokerAddr[...] "
+            "..., because channel destroyed') and takes its queues out of the topics' routes. The name server's "
+            "host was cut off from the brokers (a network partition), or the brokers could not send. Clients that "
+            "cannot reach the name server keep the routes they hold (they refresh every 30 s), so producers go on "
+            "sending to the brokers with SEND_OK; once the brokers reach the name server again they register within "
+            "30 s and the routes are whole again."),
+        recommend=(
+            "check the network between the name server's host and the brokers' hosts at the time of the expiry "
+            "lines (scenario namesrv-partition cuts exactly that)",),
+        warn=(
+            "do not restart the brokers to bring the routes back: once the name server is reachable they register "
+            "again by themselves within 30 s",),
+        scenario="namesrv-partition"),
     Mechanism(
         "page-cache-busy", "a write stall inside the commitlog lock: fast failure answers code 2 (system busy)",
         keys=("timeout_clean_queue", "pcbusy_clean_queue", "reject_request", "pc_synchronized", "lock_cost",

@@ -36,7 +36,8 @@ class Reproduction:
 def reproduction(finding: Finding, version: str | None, conf: dict[str, str]) -> Reproduction:
     """The scenario reproducing `finding` on `version` (the shipped one's when None) with `conf`'s keys."""
     mech = finding.mechanism
-    base_path = SCENARIOS_DIR / f"{mech.scenario}.yaml"
+    scenario = mech.scenario_for(conf)
+    base_path = SCENARIOS_DIR / f"{scenario}.yaml"
     data = yaml.safe_load(base_path.read_text(encoding="utf-8"))
     cluster = data.setdefault("cluster", {})
     version = version or cluster.get("version") or DEFAULT_VERSION
@@ -46,12 +47,13 @@ def reproduction(finding: Finding, version: str | None, conf: dict[str, str]) ->
         section = "common"
     else:
         section = "slave" if conf.get("brokerRole", "").upper() == "SLAVE" else "master"
-    ours = {k for part in broker.values() if isinstance(part, dict) for k in part}
+    ours = {k for part in broker.values() if isinstance(part, dict) for k in part} - {
+        key for key, _, name in mech.scenario_below if name == scenario}
     table = version_defaults(version)
     used, dropped = {}, {}
     for key, value in conf.items():
         if key in ours:
-            dropped[key] = f"the reproduction sets it ({mech.scenario})"
+            dropped[key] = f"the reproduction sets it ({scenario})"
         elif (problem := key_problem(key, value, table, version, set(), section)) is not None:
             dropped[key] = problem.split(";")[0].split(" (")[0]
         else:
@@ -61,7 +63,7 @@ def reproduction(finding: Finding, version: str | None, conf: dict[str, str]) ->
     data["name"] = f"diagnosed-{mech.id}"
     data["description"] = f"{mech.title} (RocketMQ {version}; written by rmq-chaos diagnose)"
     header = [f"Written by `rmq-chaos diagnose`: {mech.title}.",
-              f"Based on scenarios/{mech.scenario}.yaml (its comments say how it reproduces the mechanism).",
+              f"Based on scenarios/{scenario}.yaml (its comments say how it reproduces the mechanism).",
               f"Evidence: {finding.explained} of {finding.total} evidence lines: "
               + ", ".join(f"{fid} {n}" for fid, n in finding.counts.items())]
     header += [f"broker.conf {k} not used: {why}" for k, why in sorted(dropped.items())]

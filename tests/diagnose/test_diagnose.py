@@ -23,7 +23,12 @@ EXPECTED = {
     "slave-frozen": "slave-dropped",
     "transient-store-pool": "page-cache-busy",
     "controller-and-master-killed": "controller-epoch-conflict",
+    "slave-readonly-fallbehind-1m": "replication-stalled-slave",
+    "master-killed-consumers": "master-lost",
 }
+SCENARIO = {"slave-readonly-fallbehind-1m": "slave-readonly-fallbehind-1m"}
+"""Cases whose written reproduction starts from another shipped scenario than the mechanism's own (its broker.conf
+says which: `Mechanism.scenario_below`)."""
 CASES = sorted(p.name for p in CORPUS.iterdir() if p.is_dir())
 RMQ_CHAOS = [sys.executable, "-m", "harness.cli"]
 
@@ -50,6 +55,8 @@ def test_corpus_case_is_diagnosed_as_its_mechanism(case, tmp_path):
     path = write(reproduction(findings[0], version, evidence.broker_conf), tmp_path)
     runs = load_scenarios(path)  # loads and lints like any scenario file
     assert runs and runs[0].name.startswith(f"diagnosed-{want}")
+    based_on = next((name for suffix, name in SCENARIO.items() if case.endswith(suffix)), findings[0].mechanism.scenario)
+    assert f"# Based on scenarios/{based_on}.yaml " in path.read_text()
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if (CORPUS / c / "slave" / "store.log").is_file()])

@@ -12,6 +12,8 @@ import test_ssh_seed
 from runsupport import events
 from test_ssh_seed import assert_hosts_used, run_on_hosts
 
+from harness.diagnose import rank, scan
+
 pytestmark = [pytest.mark.root, pytest.mark.spark]
 RUN_TIMEOUT_S = 1500
 """Four hosts, the harness installed, 105 s (or 205 s) of load and the report's Spark: on a loaded 2-core machine
@@ -25,11 +27,16 @@ def _partition_held(run_dir: Path) -> None:
 
 @pytest.mark.long
 @pytest.mark.timeout(RUN_TIMEOUT_S + 300)
-@pytest.mark.parametrize("scenario", [
-    "master-slave-partition.yaml", "namesrv-partition.yaml"])
-def test_a_partition_scenario_holds_on_hosts(cluster, scenario: str, tmp_path: Path, monkeypatch) -> None:
+@pytest.mark.parametrize(("scenario", "mechanism"), [
+    ("master-slave-partition.yaml", "slave-dropped"), ("namesrv-partition.yaml", "brokers-expired")])
+def test_a_partition_scenario_holds_on_hosts(cluster, scenario: str, mechanism: str, tmp_path: Path,
+                                             monkeypatch) -> None:
+    """... and `rmq-chaos diagnose` names the run's logs (gathered from the hosts) as the partition's mechanism."""
     monkeypatch.setattr(test_ssh_seed, "RUN_TIMEOUT_S", RUN_TIMEOUT_S)
     code, run_dir, err = run_on_hosts(cluster, scenario, tmp_path)
     assert code == 0, err[-3000:]
     assert_hosts_used(run_dir)
     _partition_held(run_dir)
+    evidence, _ = scan([str(run_dir / "logs")])
+    findings = rank(evidence)
+    assert findings and findings[0].mechanism.id == mechanism, [(f.mechanism.id, f.counts) for f in findings]

@@ -1,0 +1,54 @@
+"""The name server's log lines when it drops a broker (`emulator.route_table`), as 4.9.1's RouteInfoManager writes
+them: a broker that unregisters (a graceful stop) gives `unregisterBroker, ...`, one whose connection closed or
+expired gives `onChannelDestroy`'s "... because channel destroyed". `rmq-chaos diagnose` tells a dead master from a
+stopped one by exactly this difference (fingerprint `namesrv_master_removed`)."""
+from __future__ import annotations
+
+import logging
+
+from emulator.route_table import RouteTable
+
+MASTER = "127.0.0.1:10911"
+SLAVE = "127.0.0.1:10921"
+
+
+def _table() -> RouteTable:
+    table = RouteTable()
+    table.register("c", MASTER, "broker-a", 0, "127.0.0.1:10912", None, channel_id=1)
+    table.register("c", SLAVE, "broker-a", 1, "127.0.0.1:10922", None, channel_id=2)
+    return table
+
+
+def _lines(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records]
+
+
+def test_a_closed_connection_is_a_channel_destroyed(caplog):
+    table = _table()
+    with caplog.at_level(logging.INFO, logger="RocketmqNamesrv"):
+        caplog.clear()
+        table.channel_closed(1)
+    assert _lines(caplog) == [f"the broker's channel destroyed, {MASTER}, clean it's data structure at once",
+                              f"remove brokerAddr[0, {MASTER}] from brokerAddrTable, because channel destroyed"]
+    assert table.cluster_info()["brokerAddrTable"]["broker-a"]["brokerAddrs"] == {1: SLAVE}
+
+
+def test_an_unregister_is_not_a_channel_destroyed(caplog):
+    table = _table()
+    with caplog.at_level(logging.INFO, logger="RocketmqNamesrv"):
+        caplog.clear()
+        table.unregister(MASTER, "broker-a", 0)
+        table.channel_closed(1)  # the stopped broker's connection closes after its unregister: nothing left to drop
+    assert _lines(caplog) == [f"unregisterBroker, remove from brokerLiveTable OK, {MASTER}",
+                              f"unregisterBroker, remove addr from brokerAddrTable OK, {MASTER}"]
+
+
+def test_an_expired_broker_is_dropped_as_channel_destroyed_without_being_named_first(caplog):
+    """4.9.1's scanNotActiveBroker takes the broker out of the live table before onChannelDestroy looks there."""
+    table = _table()
+    table.broker_live[MASTER].last_update_ms = 0
+    with caplog.at_level(logging.INFO, logger="RocketmqNamesrv"):
+        caplog.clear()
+        table.scan_not_active()
+    assert _lines(caplog) == [f"The broker channel expired, {MASTER} 120000ms",
+                              f"remove brokerAddr[0, {MASTER}] from brokerAddrTable, because channel destroyed"]
