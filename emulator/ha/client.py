@@ -62,8 +62,10 @@ class HAClient(threading.Thread):
                     self._close_master()
                 if not self._report_plus():
                     continue
+                # not only while connected, as 4.9.1: right after a close (last write reset to 0) the interval is
+                # the epoch in ms, so the real slave logs this line once for every connection it loses
                 interval = (time.time() - self.last_write) * 1000
-                if self.sock is not None and interval > self.config.get_int("haHousekeepingInterval"):
+                if interval > self.config.get_int("haHousekeepingInterval"):
                     store_log.warning("HAClient, housekeeping, found this connection[%s] expired, %d",
                                       self.master_address, interval)
                     self._close_master()

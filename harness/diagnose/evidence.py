@@ -49,6 +49,9 @@ class Evidence:
     groups_in_flow_control: set[str] = field(default_factory=set)
     pagecache_puts: int = 0
     pagecache_fast_puts: int = 0
+    flow_control: list[tuple] = field(default_factory=list)
+    """`so do flow control` lines until `settle_flow_control`: (group, (broker, queue), minOffset, file, line, ts,
+    text)."""
 
     def add(self, fid: str, path: str, line_no: int, ts: str | None, text: str) -> None:
         per_file = self.hits.setdefault(fid, {})
@@ -56,6 +59,34 @@ class Evidence:
         if hits is None:
             hits = per_file[path] = FileHits(path)
         hits.add(line_no, ts, text)
+
+    def defer_flow_control(self, group: str | None, queue: tuple[str, int] | None, min_offset: int | None,
+                           path: str, line_no: int, ts: str | None, text: str) -> None:
+        self.flow_control.append((group, queue, min_offset, path, line_no, ts, text))
+
+    def settle_flow_control(self) -> None:
+        """File the flow-control lines per group: a group whose oldest cached message kept moving (each queue seen
+        twice or more had a higher minOffset at a later line) is slow, not stuck (`consumer_flow_control_moving`,
+        which names no mechanism); any other group's lines are `consumer_flow_control` and the group is in
+        `groups_in_flow_control`. A blocked listener holds its queue's minOffset where it is: the push consumer
+        commits the smallest offset still in its process queue."""
+        seen: dict[str | None, dict[tuple[str, int], list[tuple[str, int]]]] = {}
+        for group, queue, min_offset, _, _, ts, _ in self.flow_control:
+            if queue is not None and min_offset is not None:
+                seen.setdefault(group, {}).setdefault(queue, []).append((ts or "", min_offset))
+        moving = set()
+        for group, queues in seen.items():
+            twice = [sorted(lines) for lines in queues.values() if len(lines) > 1]  # in time order
+            if twice and all(lines[-1][1] > lines[0][1] for lines in twice):
+                moving.add(group)
+        for group, _, _, path, line_no, ts, text in self.flow_control:
+            if group in moving:
+                self.add("consumer_flow_control_moving", path, line_no, ts, text)
+            else:
+                self.add("consumer_flow_control", path, line_no, ts, text)
+                if group is not None:
+                    self.groups_in_flow_control.add(group)
+        self.flow_control = []
 
     def count(self, fid: str) -> int:
         return sum(h.count for h in self.hits.get(fid, {}).values())

@@ -71,6 +71,8 @@ FINGERPRINTS: tuple[Fingerprint, ...] = (
     Fingerprint("pagecache_fast", (), "master: [PAGECACHERT] minutes with at least 99 % of puts under 10 ms"),
     Fingerprint("consumer_flow_control", (b"so do flow control",),
                 "client: a process queue held too many / too old messages, pulling stopped (rocketmq_client.log)"),
+    Fingerprint("consumer_flow_control_moving", (),
+                "client: flow control in a group whose oldest cached message kept moving: slow, not stuck"),
     Fingerprint("consume_thread_blocked", (),
                 "jstack: a ConsumeMessageThread_ RUNNABLE in a socket read (a listener's call without a timeout)"),
 )

@@ -86,7 +86,11 @@ MECHANISMS: tuple[Mechanism, ...] = (
     Mechanism(
         "master-lost", "a 4.x master's process died: its broker set takes no sends until it is back",
         keys=("namesrv_master_removed",),
-        explains=("namesrv_master_removed", "ha_master_closed", "ha_new_connection", "call_timeout"),
+        # the real 4.9.1 in master-killed-consumers: the slave's housekeeping expiry right after the link closed;
+        # after the restart, the slave reconnecting (a new HA connection) and one SYNC_MASTER put that waited out
+        # syncFlushTimeout for it meanwhile (a transfer timeout 5 s after the reconnect)
+        explains=("namesrv_master_removed", "ha_master_closed", "ha_expired_slave", "ha_new_connection",
+                  "transfer_slave_timeout", "call_timeout"),
         paragraph=(
             "In a 4.x master/slave broker set (no controller) the slave never becomes master. The master's process "
             "died (a crash, the OOM killer, SIGKILL): its connections closed, the name server logged 'remove "
@@ -96,8 +100,10 @@ MECHANISMS: tuple[Mechanism, ...] = (
             "to unless the topic has queues on other broker sets. Consumers go on from the slave (the client pulls "
             "from the next broker id once the master is gone from the route) and commit their offsets there; once "
             "the master is back they commit to it again, so offsets are not lost, but messages may be delivered "
-            "again (offsets are committed every 5 s). Under SYNC_MASTER every acknowledged send is on the slave; the "
-            "master's own store keeps what it stored."),
+            "again (offsets are committed every 5 s). When the master is back its slave reconnects and catches up, "
+            "and SYNC_MASTER sends meanwhile may wait out syncFlushTimeout ('transfer messsage to slave timeout'). "
+            "Under SYNC_MASTER every acknowledged send is on the slave; the master's own store keeps what it "
+            "stored."),
         recommend=(
             "find why the master's process died: its stdout and the kernel log (OOM killer), hs_err files; start it "
             "again on its own store",

@@ -20,6 +20,7 @@ from harness.diagnose.sources import SkipFile, Skipped, blocks, walk
 STAMP = re.compile(rb"(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2})")
 VERSION = re.compile(rb"rocketmq(?:-all)?-(\d+\.\d+\.\d+)")
 GROUP = re.compile(r"consumerGroup=([^,\s\]]+)")
+FLOW_QUEUE = re.compile(r"minOffset=(\d+).*?consumerGroup=([^,\s\]]+).*?brokerName=([^,\s\]]+), queueId=(\d+)")
 CONF_SUFFIXES = (".conf", ".properties")
 MAX_CONF_BYTES = 1024 * 1024
 SLOW_FROM_BUCKET = 6
@@ -42,6 +43,7 @@ def scan(paths: list[str]) -> tuple[Evidence, list[Skipped]]:
             skipped.append(Skipped(str(path), str(err)))
             if evidence.bytes_read > before:  # a truncated gzip: the part before the cut is evidence too
                 evidence.files_read += 1
+    evidence.settle_flow_control()
     return evidence, skipped
 
 
@@ -94,7 +96,11 @@ def _scan_block(block: bytes, name: str, line_base: int, first_stamp: str | None
             fid = "consume_thread_blocked" if b"State: RUNNABLE" in stanza and any(
                 f in stanza for f in SOCKET_READ_FRAMES) else None
         elif fid == "consumer_flow_control":
-            evidence.groups_in_flow_control.update(GROUP.findall(text))
+            m = FLOW_QUEUE.search(text)
+            group = m.group(2) if m else next(iter(GROUP.findall(text)), None)
+            queue = (m.group(3), int(m.group(4))) if m else None
+            evidence.defer_flow_control(group, queue, int(m.group(1)) if m else None, name, line_no, ts, text)
+            continue
         if fid:
             evidence.add(fid, name, line_no, ts, text)
 

@@ -175,3 +175,26 @@ def test_the_broker_conf_is_a_brokers_file(tmp_path):
     (tmp_path / "broker-1.conf").write_text("brokerName=broker-a\nbrokerRole=SYNC_MASTER\n")
     evidence, _ = scan([str(tmp_path)])
     assert evidence.broker_conf_path == str(tmp_path / "broker-1.conf"), "a master's before a slave's"
+
+
+def _flow_control_line(second: int, group: str, queue: int, min_offset: int) -> str:
+    """A 4.9.1 client's flow-control line (ProcessQueue's cached message count), as rocketmq_client.log writes it."""
+    return (f"2026-11-26 10:00:{second:02d},000 WARN RebalanceService - the cached message count exceeds the "
+            f"threshold 1000, so do flow control, minOffset={min_offset}, maxOffset={min_offset + 1100}, count=1001, "
+            f"size=0 MiB, pullRequest=PullRequest [consumerGroup={group}, messageQueue=MessageQueue [topic=T, "
+            f"brokerName=broker-a, queueId={queue}], nextOffset={min_offset + 1101}], flowControlTimes=1\n")
+
+
+def test_a_group_whose_oldest_message_moves_is_slow_not_stuck(tmp_path):
+    """A blocked listener holds its queue's minOffset; a slow one (a backlog: master-killed-consumers' `slow`) moves
+    it on. Only the first names stuck-consumer-listener."""
+    log = tmp_path / "rocketmq_client.log"
+    log.write_text("".join([_flow_control_line(1, "stuck", 0, 500), _flow_control_line(9, "stuck", 0, 500),
+                            _flow_control_line(2, "slow", 1, 44), _flow_control_line(5, "slow", 1, 430),
+                            _flow_control_line(3, "slow", 2, 780)]))
+    evidence, _ = scan([str(log)])
+    assert evidence.groups_in_flow_control == {"stuck"}
+    assert (evidence.count("consumer_flow_control"), evidence.count("consumer_flow_control_moving")) == (2, 3)
+    log.write_text(_flow_control_line(2, "slow", 1, 44) + _flow_control_line(5, "slow", 1, 430))
+    evidence, _ = scan([str(log)])
+    assert rank(evidence) == [] and evidence.count("consumer_flow_control_moving") == 2
