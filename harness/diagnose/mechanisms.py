@@ -28,13 +28,14 @@ class Mechanism:
     """(broker.conf key, value, scenario): a broker.conf that sets the key below the value is reproduced by that
     scenario instead, whose expectations encode what the setting changes; the user's value of the key is kept."""
 
-    def scenario_for(self, conf: dict[str, str]) -> str:
-        """The shipped scenario that reproduces this mechanism with the broker.conf `conf`."""
+    def scenario_for(self, conf: dict[str, str]) -> tuple[str, str | None]:
+        """The shipped scenario that reproduces this mechanism with the broker.conf `conf`, and why when it is not
+        the mechanism's own."""
         for key, limit, name in self.scenario_below:
             value = conf.get(key, "").strip()
             if value.isdigit() and int(value) < limit:
-                return name
-        return self.scenario
+                return name, f"broker.conf {key}={value} (below {limit}): scenarios/{name}.yaml, not {self.scenario}.yaml"
+        return self.scenario, None
 
 
 MECHANISMS: tuple[Mechanism, ...] = (

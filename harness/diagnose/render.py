@@ -52,11 +52,9 @@ def render(findings: list[Finding], evidence: Evidence, written: dict[str, str])
             out.append(f"     [PAGECACHERT]: {share:.1%} of {evidence.pagecache_puts} puts under 10 ms")
         if m.id == "stuck-consumer-listener" and (said := backlog_sentence(evidence)):
             out.append(f"     so: {said}")
-        chosen = m.scenario_for(evidence.broker_conf)
-        if chosen != m.scenario:
-            key, limit = next((k, v) for k, v, name in m.scenario_below if name == chosen)
-            out.append(f"   broker.conf {key}={evidence.broker_conf[key]} (below {limit}): reproduced by "
-                       f"scenarios/{chosen}.yaml, not {m.scenario}.yaml")
+        why = m.scenario_for(evidence.broker_conf)[1]
+        if why:
+            out.append(f"   reproduced from {why}")
         out.append("   mechanism:")
         out += textwrap.wrap(m.paragraph, WIDTH, initial_indent="     ", subsequent_indent="     ")
         out.append("   the seed recommends:")

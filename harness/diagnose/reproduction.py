@@ -36,7 +36,7 @@ class Reproduction:
 def reproduction(finding: Finding, version: str | None, conf: dict[str, str]) -> Reproduction:
     """The scenario reproducing `finding` on `version` (the shipped one's when None) with `conf`'s keys."""
     mech = finding.mechanism
-    scenario = mech.scenario_for(conf)
+    scenario, why = mech.scenario_for(conf)
     base_path = SCENARIOS_DIR / f"{scenario}.yaml"
     data = yaml.safe_load(base_path.read_text(encoding="utf-8"))
     cluster = data.setdefault("cluster", {})
@@ -66,6 +66,8 @@ def reproduction(finding: Finding, version: str | None, conf: dict[str, str]) ->
               f"Based on scenarios/{scenario}.yaml (its comments say how it reproduces the mechanism).",
               f"Evidence: {finding.explained} of {finding.total} evidence lines: "
               + ", ".join(f"{fid} {n}" for fid, n in finding.counts.items())]
+    if why:
+        header.append(f"{why}: its expectations encode what the setting changes")
     header += [f"broker.conf {k} not used: {why}" for k, why in sorted(dropped.items())]
     body = yaml.safe_dump(data, sort_keys=False, width=120, allow_unicode=True)
     text = "".join(f"# {line}\n" for line in header) + body
