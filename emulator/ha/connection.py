@@ -122,12 +122,12 @@ class HAConnection:
                     store_log.info("master transfer data from %d to slave[%s], and slave request %d", next_from,
                                    self.client_addr, self.slave_request_offset)
                 if (time.time() - last_write) * 1000 > config.get_int("haSendHeartbeatInterval"):
-                    self.sock.sendall(_HEADER.pack(next_from, 0))
+                    self._send([_HEADER.pack(next_from, 0)])
                     last_write = time.time()
                 wake.clear()  # a put from here on raises it again: the wait below cannot miss it
                 data = commitlog.get_data(next_from, config.get_int("haTransferBatchSize"))
                 if data:
-                    _send_batch(self.sock, _HEADER.pack(next_from, len(data)), data)
+                    self._send([_HEADER.pack(next_from, len(data)), data])
                     next_from += len(data)
                     last_write = time.time()
                 else:
@@ -143,9 +143,22 @@ class HAConnection:
             store_log.info("WriteSocketService service end")
 
 
-def _send_batch(sock: socket.socket, header: bytes, data: bytes) -> None:
-    """Header and bytes in one gathered write (no concatenated copy of up to `haTransferBatchSize` bytes); the rest of
-    a partial write (the socket has a timeout, so the kernel may take part of it) follows as `sendall` does."""
-    sent = sock.sendmsg([header, data])
-    if sent < len(header) + len(data):
-        sock.sendall(memoryview(header + data)[sent:])
+    def _send(self, parts: list[bytes]) -> None:
+        """`parts` in gathered writes (no concatenated copy of up to `haTransferBatchSize` bytes), however long the
+        slave takes to make room: 4.9.1's WriteSocketService writes a non-blocking channel and tries again, it never
+        gives up on a full send buffer. A slave that stopped reading (frozen, partitioned) is dropped by the read
+        side's housekeeping after `haHousekeepingInterval`, which closes the socket and ends this wait. (The socket's
+        1 s timeout is the read side's select; with `sendall` it ended the connection after 1 s of a full buffer.)"""
+        views = [memoryview(p) for p in parts]
+        while views:
+            try:
+                sent = self.sock.sendmsg(views)
+            except TimeoutError:  # nothing taken within the timeout: the buffer is still full
+                if self._stopped:
+                    raise
+                continue
+            while views and sent >= len(views[0]):
+                sent -= len(views[0])
+                views.pop(0)
+            if views:
+                views[0] = views[0][sent:]
