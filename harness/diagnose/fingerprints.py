@@ -38,6 +38,17 @@ FINGERPRINTS: tuple[Fingerprint, ...] = (
     # 5.x controller mode: the slave's epoch entries and the master's share no epoch that starts at the same offset
     Fingerprint("ha_no_consistent_point", (b"Failed to find a consistent point between",),
                 "slave (controller mode): its epochs and the master's disagree; it cannot truncate to rejoin"),
+    # 5.x controller mode. The broker's store.log when it becomes master (AutoSwitchHAService.changeToMaster); read
+    # further by the scan: only an epoch of 2 or more counts (epoch 1 is the first election, at the cluster's start)
+    Fingerprint("controller_new_master", (b"Change ha to master success, newMasterEpoch:",),
+                "broker (controller mode): it became master in a later epoch: a failover elected it"),
+    # the controller's log (DefaultBrokerHeartbeatManager, ReplicasInfoManager)
+    Fingerprint("controller_broker_inactive", (b"inactive, broker ",),
+                "controller: a broker's heartbeat connection closed"),
+    Fingerprint("controller_broker_expired", (b"expired, brokerInfo ",),
+                "controller: a broker sent no heartbeat for controllerHeartBeatTimeoutMills"),
+    Fingerprint("controller_elect_failed", (b"Failed to elect a new master for broker ",),
+                "controller: no broker of the SyncStateSet is alive to be elected (unclean election off)"),
     Fingerprint("ha_new_connection", (b"HAService receive new connection",),
                 "master: a slave (re)connected its HA link"),
     # 4.9.x's HAClient when the master's end of the HA link closed (the master's process died or stopped)

@@ -180,6 +180,46 @@ MECHANISMS: tuple[Mechanism, ...] = (
             "a restart releases the threads but redelivers from the stopped offset: expect duplicates"),
         scenario="consumer-backlog-stuck-thread"),
     Mechanism(
+        "controller-failover", "controller mode: the master was lost and the controller elected another broker",
+        keys=("controller_new_master",),
+        explains=("controller_new_master", "controller_broker_inactive", "controller_broker_expired",
+                  "ha_new_connection"),
+        paragraph=(
+            "In controller mode (RIP-44) every broker heartbeats to the controller and the master reports its "
+            "SyncStateSet. The master's heartbeat connection closed (its process died: 'Channel ... inactive') or "
+            "went silent for controllerHeartBeatTimeoutMills (10 s: 'The broker channel ... expired'), and the "
+            "controller elected a broker of the SyncStateSet in a new epoch ('Change ha to master success, "
+            "newMasterEpoch:2' in the new master's store.log). Producers fail until the name server's route names "
+            "the new master and their route refresh finds it (up to 30 s); with allAckInSyncStateSet=true nothing "
+            "acknowledged is lost. The new master answers consumers with its own copy of their offsets, which may "
+            "be some seconds old until the clients commit again."),
+        recommend=(
+            "find why the old master was lost (its process, its host, its heartbeat's network)",
+            "check that nothing acknowledged was lost: allAckInSyncStateSet=true acknowledges a send only once "
+            "every broker of the SyncStateSet has it (scenario master-killed-controller: none lost)"),
+        warn=(
+            "a consumer that starts, or takes over queues, right after the switch starts from the new master's "
+            "older copy of the offsets: expect redeliveries (scenario master-killed-controller-consumers)",),
+        scenario="master-killed-controller"),
+    Mechanism(
+        "controller-no-in-sync-replica",
+        "controller mode: the master was lost with no other broker in its SyncStateSet, and nobody was elected",
+        keys=("controller_elect_failed",),
+        explains=("controller_elect_failed", "controller_broker_inactive", "controller_broker_expired"),
+        paragraph=(
+            "The master was lost while no other broker was in its SyncStateSet (a slave that had fallen behind "
+            "for haMaxTimeSlaveNotCatchup was dropped from it). With enableElectUncleanMaster=false, the default, "
+            "the controller elects no broker outside the set ('Failed to elect a new master for broker ...'): the "
+            "broker set takes no writes until the old master is back, and nothing acknowledged is lost. With it "
+            "true, an out-of-sync slave is elected at once and what the old master acknowledged alone is lost."),
+        recommend=(
+            "bring the old master back: it is the only broker with every acknowledged message",
+            "find why the slave was out of the SyncStateSet when the master was lost (its disk, its network)"),
+        warn=(
+            "turning enableElectUncleanMaster on trades the outage for loss: the elected slave lacks what the old "
+            "master acknowledged alone (scenario unclean-election shows both)",),
+        scenario="unclean-election"),
+    Mechanism(
         "controller-epoch-conflict",
         "controller mode: the master came back in its old epoch, and its slave cannot rejoin the SyncStateSet",
         keys=("ha_no_consistent_point",),

@@ -26,7 +26,8 @@ def rank(evidence: Evidence) -> list[Finding]:
     """Every mechanism one of whose key fingerprints was found. First the one with the most key lines no other found
     mechanism explains (its own proof: the slave's `Read-only file system` for the stalled slave, the master's
     housekeeping expiry for the dropped one, where both explain the master's transfer timeouts), then the one
-    explaining the most lines, then the one with more kinds of key lines."""
+    explaining the most lines, then the one with more kinds of key lines; one whose key lines the ones above it
+    explain is left out."""
     total = evidence.total()
     findings = []
     for mech in MECHANISMS:
@@ -39,4 +40,16 @@ def rank(evidence: Evidence) -> list[Finding]:
     own = {f.mechanism.id: sum(n for k, n in f.counts.items() if k in f.mechanism.keys and not any(
         k in g.mechanism.explains for g in findings if g is not f)) for f in findings}
     findings.sort(key=lambda f: (-own[f.mechanism.id], -f.explained, -kinds[f.mechanism.id]))
-    return findings
+    return _without_echoes(findings)
+
+
+def _without_echoes(findings: list[Finding]) -> list[Finding]:
+    """Leave out a finding all of whose key lines a finding ranked above it explains: it names nothing the evidence
+    needs (the master's transfer timeouts name a stalled slave only where no dropped slave, dead master or the like
+    explains them; the name server's removal of a master names its death only where no expiry explains it)."""
+    kept: list[Finding] = []
+    for f in findings:
+        keys = [k for k in f.mechanism.keys if k in f.counts]
+        if not kept or any(not any(k in g.mechanism.explains for g in kept) for k in keys):
+            kept.append(f)
+    return kept

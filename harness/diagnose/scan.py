@@ -20,6 +20,7 @@ from harness.diagnose.sources import SkipFile, Skipped, blocks, walk
 STAMP = re.compile(rb"(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2})")
 VERSION = re.compile(rb"rocketmq(?:-all)?-(\d+\.\d+\.\d+)")
 GROUP = re.compile(r"consumerGroup=([^,\s\]]+)")
+NEW_MASTER_EPOCH = re.compile(r"newMasterEpoch:(\d+)")
 FLOW_QUEUE = re.compile(r"minOffset=(\d+).*?consumerGroup=([^,\s\]]+).*?brokerName=([^,\s\]]+), queueId=(\d+)")
 CONF_SUFFIXES = (".conf", ".properties")
 MAX_CONF_BYTES = 1024 * 1024
@@ -95,6 +96,9 @@ def _scan_block(block: bytes, name: str, line_base: int, first_stamp: str | None
             stanza = block[pos:stanza_end if stanza_end >= 0 else len(block)]
             fid = "consume_thread_blocked" if b"State: RUNNABLE" in stanza and any(
                 f in stanza for f in SOCKET_READ_FRAMES) else None
+        elif fid == "controller_new_master":  # epoch 1 is the cluster's first election, at its start
+            epoch = NEW_MASTER_EPOCH.search(text)
+            fid = fid if epoch and int(epoch.group(1)) >= 2 else None
         elif fid == "consumer_flow_control":
             m = FLOW_QUEUE.search(text)
             group = m.group(2) if m else next(iter(GROUP.findall(text)), None)
