@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     for key in sorted(set(conf) - known):
         logs.namesrv_log.warning("unknown property %s=%s ignored (not a NamesrvConfig/NettyServerConfig key)",
                                  key, conf[key])
-    table = RouteTable()
+    table = RouteTable(five_x=profile.is_5x)
     server = RemotingServer(bind_address(), port, "NettyServerCodecThread", profile.wire_version)
     processor = NamesrvProcessor(table)
     for code in (RequestCode.REGISTER_BROKER, RequestCode.UNREGISTER_BROKER, RequestCode.GET_ROUTEINFO_BY_TOPIC,

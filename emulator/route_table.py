@@ -35,7 +35,8 @@ class BrokerData:
 
 
 class RouteTable:
-    def __init__(self) -> None:
+    def __init__(self, five_x: bool = False) -> None:
+        self.five_x = five_x  # 5.x's RouteInfoManager: a closed or expired broker is unregistered (its log lines)
         self._lock = threading.RLock()
         self.topic_queue: dict[str, dict[str, dict]] = {}
         self.broker_addr: dict[str, BrokerData] = {}
@@ -87,10 +88,20 @@ class RouteTable:
 
     def unregister(self, broker_addr: str, broker_name: str, broker_id: int) -> None:
         with self._lock:
-            live = self.broker_live.get(broker_addr) is not None
-            namesrv_log.info("unregisterBroker, remove from brokerLiveTable %s, %s", "OK" if live else "Failed",
-                             broker_addr)
-            self._remove(broker_addr, "unregister")
+            self._unregister(broker_addr)
+
+    def _unregister(self, broker_addr: str) -> None:
+        live = self.broker_live.get(broker_addr) is not None
+        namesrv_log.info("unregisterBroker, remove from brokerLiveTable %s, %s", "OK" if live else "Failed",
+                         self._named(broker_addr))
+        self._remove(broker_addr, "unregister")
+
+    def _named(self, broker_addr: str) -> str:
+        """A broker as the version's log names it: 4.x its address, 5.x its `BrokerAddrInfo`."""
+        if not self.five_x:
+            return broker_addr
+        cluster = next((d.cluster for d in self.broker_addr.values() if broker_addr in d.broker_addrs.values()), "")
+        return f"BrokerIdentityInfo [clusterName={cluster}, brokerAddr={broker_addr}]"
 
     def route(self, topic: str) -> dict | None:
         with self._lock:
@@ -113,14 +124,25 @@ class RouteTable:
         with self._lock:
             for addr, live in list(self.broker_live.items()):
                 if live.last_update_ms + BROKER_CHANNEL_EXPIRED_MS < now:
-                    namesrv_log.warning("The broker channel expired, %s %dms", addr, BROKER_CHANNEL_EXPIRED_MS)
-                    self._remove(addr, "expired")
+                    namesrv_log.warning("The broker channel expired, %s %dms", self._named(addr),
+                                        BROKER_CHANNEL_EXPIRED_MS)
+                    self._destroyed(addr, "expired")
 
     def channel_closed(self, channel_id: int) -> None:
         with self._lock:
             for addr, live in list(self.broker_live.items()):
                 if live.channel_id == channel_id:
-                    self._remove(addr, "closed")
+                    self._destroyed(addr, "closed")
+
+    def _destroyed(self, broker_addr: str, how: str) -> None:
+        """onChannelDestroy: 4.x drops the broker itself; 5.x submits an unregister request for it."""
+        if not self.five_x:
+            self._remove(broker_addr, how)
+            return
+        namesrv_log.info("the broker's channel destroyed, submit the unregister request at once, broker info: "
+                         "org.apache.rocketmq.remoting.protocol.header.namesrv.UnRegisterBrokerRequestHeader@%x, "
+                         "submit result: true", id(broker_addr) & 0x7FFFFFFF)
+        self._unregister(broker_addr)
 
     def _remove(self, broker_addr: str, how: str) -> None:
         """Drop a broker as 4.9.1's RouteInfoManager does, with its log lines: `unregisterBroker` for a broker that
@@ -133,9 +155,10 @@ class RouteTable:
         for name, data in list(self.broker_addr.items()):
             for bid, addr in list(data.broker_addrs.items()):
                 if addr == broker_addr:
+                    named = self._named(addr)
                     del data.broker_addrs[bid]
                     if unregister:
-                        namesrv_log.info("unregisterBroker, remove addr from brokerAddrTable OK, %s", addr)
+                        namesrv_log.info("unregisterBroker, remove addr from brokerAddrTable OK, %s", named)
                     else:
                         namesrv_log.info("remove brokerAddr[%s, %s] from brokerAddrTable, because channel destroyed",
                                          bid, addr)

@@ -52,3 +52,18 @@ def test_an_expired_broker_is_dropped_as_channel_destroyed_without_being_named_f
         table.scan_not_active()
     assert _lines(caplog) == [f"The broker channel expired, {MASTER} 120000ms",
                               f"remove brokerAddr[0, {MASTER}] from brokerAddrTable, because channel destroyed"]
+
+
+def test_5x_submits_an_unregister_for_a_closed_broker(caplog):
+    """5.x's onChannelDestroy submits an unregister request (BatchUnregistrationService): the same lines as a
+    graceful stop, named by BrokerAddrInfo, after its own line; no 4.x "remove brokerAddr[...]"."""
+    table = RouteTable(five_x=True)
+    table.register("c", MASTER, "broker-a", 0, "127.0.0.1:10912", None, channel_id=1)
+    with caplog.at_level(logging.INFO, logger="RocketmqNamesrv"):
+        caplog.clear()
+        table.channel_closed(1)
+    lines = _lines(caplog)
+    named = f"BrokerIdentityInfo [clusterName=c, brokerAddr={MASTER}]"
+    assert lines[0].startswith("the broker's channel destroyed, submit the unregister request at once, broker info: ")
+    assert lines[1:] == [f"unregisterBroker, remove from brokerLiveTable OK, {named}",
+                         f"unregisterBroker, remove addr from brokerAddrTable OK, {named}"]
