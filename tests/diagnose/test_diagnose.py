@@ -25,6 +25,8 @@ EXPECTED = {
     "controller-and-master-killed": "controller-epoch-conflict",
     "slave-readonly-fallbehind-1m": "replication-stalled-slave",
     "master-killed-consumers": "master-lost",
+    "master-killed-controller": "controller-failover",
+    "unclean-election-off": "controller-no-in-sync-replica",
 }
 ALONE = ("slave-frozen", "master-killed-consumers")
 """Cases whose other candidate (a stalled slave, keyed by the master's transfer timeouts) is the first finding's
