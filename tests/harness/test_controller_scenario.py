@@ -2,14 +2,16 @@
 the Spark analysis), its phases shortened: 5.x controller mode with the controller in the name server, broker-0
 started as master, SIGKILLed under load. Every expectation holds (election, producers' unavailability, nothing
 acknowledged lost); the fault's events name the role and the node that held it; the role sampler saw the controller
-name broker-1; the read-back read both brokers under their roles then; nothing of the run is left. Real 5.3.0
-figures of the same file: docs/fidelity.md."""
+name broker-1; the read-back read both brokers under their roles then; nothing of the run is left; `rmq-chaos
+diagnose` names the run's logs `controller-failover`. Real 5.3.0 figures of the same file: docs/fidelity.md."""
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
 from runsupport import events, valid_run
+
+from harness.diagnose import rank, scan
 
 REPO = Path(__file__).resolve().parents[2]
 SCENARIO = REPO / "scenarios" / "master-killed-controller.yaml"
@@ -37,3 +39,5 @@ def test_master_killed_controller_is_valid_on_the_emulator(tmp_path: Path) -> No
         readback = next(e for e in evs if e["event"] == "readback_end")
         assert readback["nodes"]["master"] > 0 and readback["nodes"]["slave"] > 0
         assert verdict["loss"]["lost"] == 0
+        findings = rank(scan([str(run_dir / "logs")])[0])
+        assert [f.mechanism.id for f in findings][:1] == ["controller-failover"], [f.mechanism.id for f in findings]

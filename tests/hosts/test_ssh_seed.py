@@ -11,6 +11,8 @@ import pytest
 import seed_checks
 from runsupport import events, rows, run_dir_of
 
+from harness.diagnose import rank, scan
+
 pytestmark = [pytest.mark.root, pytest.mark.spark]
 REPO = Path(__file__).resolve().parents[2]
 RUN_TIMEOUT_S = 600
@@ -63,6 +65,9 @@ def test_the_seed_pair_holds_on_hosts(cluster, scenario: str, tmp_path: Path) ->
 
 @pytest.mark.long
 def test_master_killed_consumers_holds_on_hosts(cluster, tmp_path: Path) -> None:
+    """... and `rmq-chaos diagnose` names the logs gathered from the hosts `master-lost`."""
     code, run_dir, err = run_on_hosts(cluster, "master-killed-consumers.yaml", tmp_path)
     assert code == 0, err[-3000:]
     assert_hosts_used(run_dir)
+    findings = rank(scan([str(run_dir / "logs")])[0])
+    assert [f.mechanism.id for f in findings][:1] == ["master-lost"], [(f.mechanism.id, f.counts) for f in findings]
