@@ -68,7 +68,7 @@ def reproduction(finding: Finding, version: str | None, conf: dict[str, str]) ->
               + ", ".join(f"{fid} {n}" for fid, n in finding.counts.items())]
     if why:
         header.append(f"{why}: its expectations encode what the setting changes")
-    header += [f"broker.conf {k} not used: {why}" for k, why in sorted(dropped.items())]
+    header += [f"broker.conf {k} not used: {reason}" for k, reason in sorted(dropped.items())]
     body = yaml.safe_dump(data, sort_keys=False, width=120, allow_unicode=True)
     text = "".join(f"# {line}\n" for line in header) + body
     return Reproduction(data["name"], text, version, used, dropped)
