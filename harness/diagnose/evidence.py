@@ -27,6 +27,13 @@ class FileHits:
             self.first_ts = self.first_ts or ts
             self.last_ts = ts
 
+    def merged(self, other: FileHits) -> FileHits:
+        """These lines and `other`'s (the same fingerprint's lines of another consumer group in the same file)."""
+        first = min((self, other), key=lambda h: h.first_line)
+        last = max((self, other), key=lambda h: h.last_line)
+        return FileHits(self.path, self.count + other.count, first.first_line, last.last_line, first.first_ts,
+                        last.last_ts or first.last_ts, first.sample)
+
     def where(self) -> str:
         lines = f"{self.first_line}" if self.count == 1 else f"{self.first_line}-{self.last_line}"
         times = ""
@@ -49,9 +56,10 @@ class Evidence:
     groups_in_flow_control: set[str] = field(default_factory=set)
     pagecache_puts: int = 0
     pagecache_fast_puts: int = 0
-    flow_control: list[tuple] = field(default_factory=list)
-    """`so do flow control` lines until `settle_flow_control`: (group, (broker, queue), minOffset, file, line, ts,
-    text)."""
+    flow_hits: dict[str | None, dict[str, FileHits]] = field(default_factory=dict)
+    """`so do flow control` lines per group and file, until `settle_flow_control` files them."""
+    flow_queues: dict[str | None, dict[tuple[str, int], list]] = field(default_factory=dict)
+    """Per group and (broker, queue): [lines, (time, minOffset) earliest, (time, minOffset) latest]."""
 
     def add(self, fid: str, path: str, line_no: int, ts: str | None, text: str) -> None:
         per_file = self.hits.setdefault(fid, {})
@@ -62,31 +70,32 @@ class Evidence:
 
     def defer_flow_control(self, group: str | None, queue: tuple[str, int] | None, min_offset: int | None,
                            path: str, line_no: int, ts: str | None, text: str) -> None:
-        self.flow_control.append((group, queue, min_offset, path, line_no, ts, text))
+        """Keep a flow-control line for `settle_flow_control`: counted per group and file, its queue's earliest and
+        latest minOffset kept (a bounded amount, however long the log)."""
+        hits = self.flow_hits.setdefault(group, {})
+        (hits.get(path) or hits.setdefault(path, FileHits(path))).add(line_no, ts, text)
+        if queue is not None and min_offset is not None:
+            seen = (ts or "", min_offset)
+            q = self.flow_queues.setdefault(group, {}).setdefault(queue, [0, seen, seen])
+            q[0] += 1
+            q[1], q[2] = min(q[1], seen), max(q[2], seen)
 
     def settle_flow_control(self) -> None:
         """File the flow-control lines per group: a group whose oldest cached message kept moving (each queue seen
-        twice or more had a higher minOffset at a later line) is slow, not stuck (`consumer_flow_control_moving`,
-        which names no mechanism); any other group's lines are `consumer_flow_control` and the group is in
-        `groups_in_flow_control`. A blocked listener holds its queue's minOffset where it is: the push consumer
-        commits the smallest offset still in its process queue."""
-        seen: dict[str | None, dict[tuple[str, int], list[tuple[str, int]]]] = {}
-        for group, queue, min_offset, _, _, ts, _ in self.flow_control:
-            if queue is not None and min_offset is not None:
-                seen.setdefault(group, {}).setdefault(queue, []).append((ts or "", min_offset))
-        moving = set()
-        for group, queues in seen.items():
-            twice = [sorted(lines) for lines in queues.values() if len(lines) > 1]  # in time order
-            if twice and all(lines[-1][1] > lines[0][1] for lines in twice):
-                moving.add(group)
-        for group, _, _, path, line_no, ts, text in self.flow_control:
-            if group in moving:
-                self.add("consumer_flow_control_moving", path, line_no, ts, text)
-            else:
-                self.add("consumer_flow_control", path, line_no, ts, text)
-                if group is not None:
-                    self.groups_in_flow_control.add(group)
-        self.flow_control = []
+        twice or more had a higher minOffset at its latest line than at its earliest) is slow, not stuck
+        (`consumer_flow_control_moving`, which names no mechanism); any other group's lines are
+        `consumer_flow_control` and the group is in `groups_in_flow_control`. A blocked listener holds its queue's
+        minOffset where it is: the push consumer commits the smallest offset still in its process queue."""
+        for group, per_file in self.flow_hits.items():
+            twice = [q for q in self.flow_queues.get(group, {}).values() if q[0] > 1]
+            moving = bool(twice) and all(latest[1] > earliest[1] for _, earliest, latest in twice)
+            fid = "consumer_flow_control_moving" if moving else "consumer_flow_control"
+            if not moving and group is not None:
+                self.groups_in_flow_control.add(group)
+            mine = self.hits.setdefault(fid, {})
+            for path, hits in per_file.items():
+                mine[path] = hits.merged(mine[path]) if path in mine else hits
+        self.flow_hits, self.flow_queues = {}, {}
 
     def count(self, fid: str) -> int:
         return sum(h.count for h in self.hits.get(fid, {}).values())
