@@ -207,8 +207,8 @@ MECHANISMS: tuple[Mechanism, ...] = (
         keys=("controller_elect_failed",),
         explains=("controller_elect_failed", "controller_broker_inactive", "controller_broker_expired"),
         paragraph=(
-            "The master was lost while no other broker was in its SyncStateSet (a slave that had fallen behind "
-            "for haMaxTimeSlaveNotCatchup was dropped from it). With enableElectUncleanMaster=false, the default, "
+            "The master was lost while no other broker was in its SyncStateSet (the master had dropped its slave "
+            "from it: fallen behind for haMaxTimeSlaveNotCatchup, or its HA connection lost). With enableElectUncleanMaster=false, the default, "
             "the controller elects no broker outside the set ('Failed to elect a new master for broker ...'): the "
             "broker set takes no writes until the old master is back, and nothing acknowledged is lost. With it "
             "true, an out-of-sync slave is elected at once and what the old master acknowledged alone is lost."),
