@@ -113,7 +113,7 @@ class AutoSwitchHAConnection(HAConnection):
                     if not self.slave_sent_handshake.wait(WAIT_S):
                         continue
                     self.slave_sent_handshake.clear()
-                    self._write_all(self._handshake_frame())
+                    self._send([self._handshake_frame()])
                 elif self.state == TRANSFER:
                     if self.slave_request_offset == -1:
                         time.sleep(WAIT_S)
@@ -192,7 +192,7 @@ class AutoSwitchHAConnection(HAConnection):
         if (time.time() - self.last_write) * 1000 > self.ha.config.get_int("haSendHeartbeatInterval"):
             frame = self._frame(offset, 0)
             if frame is not None:
-                self._write_all(frame)
+                self._send([frame])
             self.last_write = time.time()
 
     def _transfer(self, wake) -> None:
@@ -221,19 +221,8 @@ class AutoSwitchHAConnection(HAConnection):
         with self._lock:
             self.last_master_max_offset = self.ha.store.max_phy_offset()
             self.last_transfer_ms = now_ms()
-        self._write_all(frame, data[:size])
+        self._send([frame, data[:size]])
         self.last_write = time.time()
-
-    def _write_all(self, *parts: bytes) -> None:
-        """Write every byte, however long a full socket makes it take (Java's non-blocking writer keeps its
-        `lastWriteOver=false` and tries again each round); only a closed connection ends it."""
-        view = memoryview(b"".join(parts))
-        while view and not self._stopped:
-            try:
-                sent = self.sock.send(view)
-            except TimeoutError:
-                continue
-            view = view[sent:]
 
 
 def _jbool(value: bool) -> str:

@@ -146,7 +146,7 @@ class HAConnection:
     def _send(self, parts: list[bytes]) -> None:
         """`parts` in gathered writes (no concatenated copy of up to `haTransferBatchSize` bytes), however long the
         slave takes to make room: 4.9.1's WriteSocketService writes a non-blocking channel and tries again, it never
-        gives up on a full send buffer. A slave that stopped reading (frozen, partitioned) is dropped by the read
+        gives up on a full send buffer (5.x's AutoSwitchHAConnection keeps `lastWriteOver=false` and does the same). A slave that stopped reading (frozen, partitioned) is dropped by the read
         side's housekeeping after `haHousekeepingInterval`, which closes the socket and ends this wait. (The socket's
         1 s timeout is the read side's select; with `sendall` it ended the connection after 1 s of a full buffer.)"""
         views = [memoryview(p) for p in parts]
