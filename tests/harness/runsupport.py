@@ -89,6 +89,13 @@ def wait_for_event(run_dir_parent: Path, pred: Any, deadline_s: float, proc: sub
     raise AssertionError(f"no such event within {deadline_s}s")
 
 
+def diagnosed(run_dir: Path) -> list:
+    """`rmq-chaos diagnose`'s findings (ranked) on a run directory's gathered logs."""
+    from harness.diagnose import rank, scan
+
+    return rank(scan([str(run_dir / "logs")])[0])
+
+
 def rows(directory: Path) -> list[dict]:
     parts = sorted(directory.glob("part-*.parquet"))
     return [r for p in parts for r in pq.read_table(p).to_pylist()]

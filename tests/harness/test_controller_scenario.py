@@ -9,9 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from runsupport import events, valid_run
-
-from harness.diagnose import rank, scan
+from runsupport import diagnosed, events, valid_run
 
 REPO = Path(__file__).resolve().parents[2]
 SCENARIO = REPO / "scenarios" / "master-killed-controller.yaml"
@@ -39,5 +37,5 @@ def test_master_killed_controller_is_valid_on_the_emulator(tmp_path: Path) -> No
         readback = next(e for e in evs if e["event"] == "readback_end")
         assert readback["nodes"]["master"] > 0 and readback["nodes"]["slave"] > 0
         assert verdict["loss"]["lost"] == 0
-        findings = rank(scan([str(run_dir / "logs")])[0])
+        findings = diagnosed(run_dir)
         assert [f.mechanism.id for f in findings][:1] == ["controller-failover"], [f.mechanism.id for f in findings]

@@ -9,10 +9,8 @@ from pathlib import Path
 
 import pytest
 import test_ssh_seed
-from runsupport import events
+from runsupport import diagnosed, events
 from test_ssh_seed import assert_hosts_used, run_on_hosts
-
-from harness.diagnose import rank, scan
 
 pytestmark = [pytest.mark.root, pytest.mark.spark]
 RUN_TIMEOUT_S = 1500
@@ -37,6 +35,5 @@ def test_a_partition_scenario_holds_on_hosts(cluster, scenario: str, mechanism: 
     assert code == 0, err[-3000:]
     assert_hosts_used(run_dir)
     _partition_held(run_dir)
-    evidence, _ = scan([str(run_dir / "logs")])
-    findings = rank(evidence)
+    findings = diagnosed(run_dir)
     assert findings and findings[0].mechanism.id == mechanism, [(f.mechanism.id, f.counts) for f in findings]

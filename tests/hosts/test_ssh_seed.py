@@ -9,9 +9,7 @@ from pathlib import Path
 
 import pytest
 import seed_checks
-from runsupport import events, rows, run_dir_of
-
-from harness.diagnose import rank, scan
+from runsupport import diagnosed, events, rows, run_dir_of
 
 pytestmark = [pytest.mark.root, pytest.mark.spark]
 REPO = Path(__file__).resolve().parents[2]
@@ -69,5 +67,5 @@ def test_master_killed_consumers_holds_on_hosts(cluster, tmp_path: Path) -> None
     code, run_dir, err = run_on_hosts(cluster, "master-killed-consumers.yaml", tmp_path)
     assert code == 0, err[-3000:]
     assert_hosts_used(run_dir)
-    findings = rank(scan([str(run_dir / "logs")])[0])
+    findings = diagnosed(run_dir)
     assert [f.mechanism.id for f in findings][:1] == ["master-lost"], [(f.mechanism.id, f.counts) for f in findings]
