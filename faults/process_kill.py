@@ -9,10 +9,13 @@ from pydantic import Field
 
 from faults import guard
 from faults.base import Fault, FaultParams
-from faults.errors import FaultRefused
+from faults.errors import FaultError, FaultRefused
 from faults.system.procs import ProcId, wait_gone
 
 READY_TIMEOUT_S = 120.0
+GONE_TIMEOUT_S = 30.0
+"""How long a restart waits for the killed processes to be gone: exited (a zombie at most), their ports and store
+files released, not merely dying with the signal pending."""
 
 
 class KillParams(FaultParams):
@@ -65,7 +68,11 @@ class ProcessKill(Fault):
                 return {"restart": "not needed"}
             self._step("restart", "started", {"why": why}, None)
             try:
-                wait_gone([ProcId.from_json(p) for p in self.state["procs"]], 10.0)
+                left = wait_gone([ProcId.from_json(p) for p in self.state["procs"]], GONE_TIMEOUT_S,
+                                 dying_is_gone=False)
+                if left:
+                    raise FaultError(f"{self.kind}: node {self.target.name}: killed pids {[p.pid for p in left]} not "
+                                     f"gone after {GONE_TIMEOUT_S:g} s; not starting the node beside them")
                 self.target.control.start()
                 self.target.control.wait_ready(READY_TIMEOUT_S)
             except Exception as e:
