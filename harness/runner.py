@@ -387,10 +387,13 @@ class Runner:
     @staticmethod
     def _settle(rd: RunDir, driver: Any, progress: RunProgress) -> None:
         """A fault whose revert failed (the node it restarts would not start) is replayed from its journal entry
-        once the cluster is down, as `rmq-chaos cleanup` would replay it, so the run leaves no open entry."""
+        once the cluster is down, as `rmq-chaos cleanup` would replay it, so the run leaves no open entry. A fault
+        run by a host's agent has no entry here: its agent settled it as the node was taken down."""
         from faults.cleanup import settle
 
-        ids = [a.fault.entry_id for a in driver.active if a.fault.entry_id]
+        ids = [a.fault.entry_id for a in driver.active if getattr(a.fault, "entry_id", None)]
+        if not ids:
+            return
         report = settle(driver.journal, ids, emit=rd.append)
         if report.failed:
             raise RuntimeError(f"still open: {', '.join(f['id'] + ': ' + f['error'] for f in report.failed)}")

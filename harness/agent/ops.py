@@ -91,11 +91,12 @@ def node_status(agent: Any, msg: dict[str, Any]) -> dict[str, Any]:
 
 
 def node_destroy(agent: Any, msg: dict[str, Any]) -> dict[str, Any]:
-    """Stop the node, then its store and cgroups; every step tried, the errors returned."""
+    """Stop the node, settle the faults on it whose revert failed, then its store and cgroups; every step tried, the
+    errors returned."""
     hosted = _node(agent, msg)
     errors = []
-    for what, step in (("stop", hosted.node.stop), ("store", hosted.store.destroy if hosted.store else None),
-                       ("cgroups", hosted.cgroups.destroy)):
+    for what, step in (("stop", hosted.node.stop), ("faults", lambda: _settle_faults_of(agent, hosted.spec.name)),
+                       ("store", hosted.store.destroy if hosted.store else None), ("cgroups", hosted.cgroups.destroy)):
         if step is None:
             continue
         try:
@@ -104,6 +105,19 @@ def node_destroy(agent: Any, msg: dict[str, Any]) -> dict[str, Any]:
             errors.append(f"{what}: {err}")
     agent.nodes.pop(hosted.spec.name, None)
     return {"errors": errors}
+
+
+def _settle_faults_of(agent: Any, node: str) -> None:
+    """The faults on `node` still applied when it is taken down (their revert failed: the node they restart would
+    not start) are replayed from this host's journal, as `cleanup` would, so the agent holds none of them."""
+    from faults.cleanup import settle
+
+    mine = {fid: f for fid, f in agent.faults.items() if f.target.name == node}
+    report = settle(agent.journal, [f.entry_id for f in mine.values() if f.entry_id])
+    for fid in mine:
+        agent.faults.pop(fid, None)
+    if report.failed:
+        raise RuntimeError(f"still open: {', '.join(f['id'] + ': ' + f['error'] for f in report.failed)}")
 
 
 def fault_apply(agent: Any, msg: dict[str, Any]) -> dict[str, Any]:
