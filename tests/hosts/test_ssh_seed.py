@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import seed_checks
-from runsupport import diagnosed, events, rows, run_dir_of
+from runsupport import diagnosed, events, full_only, rows, run_dir_of
 
 pytestmark = [pytest.mark.root, pytest.mark.spark]
 REPO = Path(__file__).resolve().parents[2]
@@ -52,7 +52,11 @@ def assert_hosts_used(run_dir: Path) -> None:
 
 
 @pytest.mark.long
-@pytest.mark.parametrize("scenario", list(seed_checks.BY_SCENARIO))
+@pytest.mark.parametrize("scenario", [
+    "slave-readonly-default.yaml",
+    # the same hosts, agents and records as the default's run; only the broker's config differs (suite time)
+    pytest.param("slave-readonly-fallbehind-1m.yaml", marks=full_only("~2 min")),
+])
 def test_the_seed_pair_holds_on_hosts(cluster, scenario: str, tmp_path: Path) -> None:
     """The local backend's checks of the seed pair (tests/harness/seed_checks.py), through ssh."""
     code, run_dir, err = run_on_hosts(cluster, scenario, tmp_path)
