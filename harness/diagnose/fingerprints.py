@@ -42,6 +42,10 @@ FINGERPRINTS: tuple[Fingerprint, ...] = (
     # further by the scan: only an epoch of 2 or more counts (epoch 1 is the first election, at the cluster's start)
     Fingerprint("controller_new_master", (b"Change ha to master success, newMasterEpoch:",),
                 "broker (controller mode): it became master in a later epoch: a failover elected it"),
+    # 5.x controller mode: the master's broker.log (ReplicasManager.changeSyncStateSet) when the controller accepted
+    # a new SyncStateSet; read further by the scan: only a set with fewer brokers than before counts (a shrink)
+    Fingerprint("syncstateset_shrunk", (b"SyncStateSet changed from [",),
+                "master (controller mode): a broker left the SyncStateSet (fallen behind or its HA link lost)"),
     # the controller's log (DefaultBrokerHeartbeatManager, ReplicasInfoManager)
     Fingerprint("controller_broker_inactive", (b"inactive, broker ",),
                 "controller: a broker's heartbeat connection closed"),

@@ -183,7 +183,7 @@ MECHANISMS: tuple[Mechanism, ...] = (
         "controller-failover", "controller mode: the master was lost and the controller elected another broker",
         keys=("controller_new_master",),
         explains=("controller_new_master", "controller_broker_inactive", "controller_broker_expired",
-                  "ha_new_connection"),
+                  "ha_new_connection", "syncstateset_shrunk"),
         paragraph=(
             "In controller mode (RIP-44) every broker heartbeats to the controller and the master reports its "
             "SyncStateSet. The master's heartbeat connection closed (its process died: 'Channel ... inactive') or "
@@ -202,10 +202,36 @@ MECHANISMS: tuple[Mechanism, ...] = (
             "older copy of the offsets: expect redeliveries (scenario master-killed-controller-consumers)",),
         scenario="master-killed-controller"),
     Mechanism(
+        "in-sync-replica-dropped",
+        "controller mode: the master dropped a slave that stopped replicating from the SyncStateSet and acks alone",
+        keys=("syncstateset_shrunk",),
+        explains=("syncstateset_shrunk", "slave_store_readonly", "ha_expired_master", "ha_expired_slave",
+                  "ha_new_connection", "transfer_slave_timeout", "flush_slave_timeout"),
+        paragraph=(
+            "In controller mode (RIP-44) with allAckInSyncStateSet=true the master acknowledges a send once every "
+            "broker of its SyncStateSet has it. A slave stopped replicating (its store read-only: 'Read-only file "
+            "system' in its store.log; frozen; or its HA link cut); when its HA connection closed, or it stayed "
+            "behind for haMaxTimeSlaveNotCatchup (15 s), the master had the controller shrink the set ('SyncStateSet "
+            "changed from [1, 2] to [1]' in its broker.log) and from then on acknowledges alone (minInSyncReplicas=1, "
+            "the default). Producers see SEND_OK throughout; what the master acknowledges while the slave is out is "
+            "on the master only, and should the master be lost then, no broker of the set is left to elect."),
+        recommend=(
+            "repair the slave (its disk: check its store.log for 'Read-only file system'; its process; its network): "
+            "it rejoins the SyncStateSet once it has caught up",
+            "check the broker set's SyncStateSet (mqadmin getSyncStateSet) while it runs short",
+            "to have sends fail instead of being acknowledged by the master alone, set minInSyncReplicas above 1: "
+            "a short set then answers 'in-sync replicas not enough'"),
+        warn=(
+            "a slave whose store failed may not start again: 5.3.0 exits on an epochFileCheckpoint that is empty on "
+            "disk (scenario slave-readonly-controller); the repair is to remove that file",
+            "do not trust that SEND_OK means two copies while the set is short: the master alone has those messages"),
+        scenario="slave-readonly-controller"),
+    Mechanism(
         "controller-no-in-sync-replica",
         "controller mode: the master was lost with no other broker in its SyncStateSet, and nobody was elected",
         keys=("controller_elect_failed",),
-        explains=("controller_elect_failed", "controller_broker_inactive", "controller_broker_expired"),
+        explains=("controller_elect_failed", "controller_broker_inactive", "controller_broker_expired",
+                  "syncstateset_shrunk"),
         paragraph=(
             "The master was lost while no other broker was in its SyncStateSet (the master had dropped its slave "
             "from it: fallen behind for haMaxTimeSlaveNotCatchup, or its HA connection lost). With enableElectUncleanMaster=false, the default, "

@@ -1,11 +1,13 @@
 """Stream files into `Evidence`: find every fingerprint's lines with substring search, block by block.
 
 Per block (whole lines, `harness.diagnose.sources.blocks`) each anchor is searched with `bytes.find`, the hits are
-put in order and numbered by counting line ends between them, and only the lines hit are decoded. Two fingerprints
+put in order and numbered by counting line ends between them, and only the lines hit are decoded. Some lines
 are read further: a `[PAGECACHERT]` line is parsed with the analysis's own reader (`analysis.pagecache`) and counts
 as `pagecache_slow` (a put of 500 ms or more in its minute) or `pagecache_fast` (99 % under 10 ms); a jstack thread
 `"ConsumeMessageThread_...` counts as `consume_thread_blocked` when its stanza (up to the next blank line) is
-RUNNABLE in a socket read. A broker.conf (`*.conf`, `*.properties`) is read as `key=value` lines.
+RUNNABLE in a socket read; a new master counts from epoch 2 and a SyncStateSet change only when the set shrank; the
+flow-control lines are filed per group and settled after the scan. A broker.conf (`*.conf`, `*.properties`) is read
+as `key=value` lines.
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ STAMP = re.compile(rb"(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2})")
 VERSION = re.compile(rb"rocketmq(?:-all)?-(\d+\.\d+\.\d+)")
 GROUP = re.compile(r"consumerGroup=([^,\s\]]+)")
 NEW_MASTER_EPOCH = re.compile(r"newMasterEpoch:(\d+)")
+SYNC_STATE_SETS = re.compile(r"SyncStateSet changed from \[([^\]]*)\] to \[([^\]]*)\]")
 FLOW_QUEUE = re.compile(r"minOffset=(\d+).*?consumerGroup=([^,\s\]]+).*?brokerName=([^,\s\]]+), queueId=(\d+)")
 CONF_SUFFIXES = (".conf", ".properties")
 MAX_CONF_BYTES = 1024 * 1024
@@ -99,6 +102,9 @@ def _scan_block(block: bytes, name: str, line_base: int, first_stamp: str | None
         elif fid == "controller_new_master":  # epoch 1 is the cluster's first election, at its start
             epoch = NEW_MASTER_EPOCH.search(text)
             fid = fid if epoch and int(epoch.group(1)) >= 2 else None
+        elif fid == "syncstateset_shrunk":  # the start's [] to [1] and a slave's return [1] to [1, 2] are no shrink
+            sets = SYNC_STATE_SETS.search(text)
+            fid = fid if sets and _members(sets.group(2)) < _members(sets.group(1)) else None
         elif fid == "consumer_flow_control":
             m = FLOW_QUEUE.search(text)
             group = m.group(2) if m else next(iter(GROUP.findall(text)), None)
@@ -107,6 +113,10 @@ def _scan_block(block: bytes, name: str, line_base: int, first_stamp: str | None
             continue
         if fid:
             evidence.add(fid, name, line_no, ts, text)
+
+
+def _members(java_set: str) -> int:
+    return len([m for m in java_set.split(",") if m.strip()])
 
 
 def _pagecache(text: str, evidence: Evidence) -> str | None:

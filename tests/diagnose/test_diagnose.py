@@ -219,3 +219,19 @@ def test_only_a_later_epochs_master_is_a_failover(tmp_path):
                            "startOffset:1048576\n")
     findings = rank(scan([str(log)])[0])
     assert [f.mechanism.id for f in findings] == ["controller-failover"] and findings[0].explained == 1
+
+
+def test_only_a_shrinking_syncstateset_names_a_dropped_replica(tmp_path):
+    """The master logs every SyncStateSet the controller accepts: its own at the start ([] to [1]) and a slave's
+    return ([1] to [1, 2]) are healthy; a set that lost a broker ([1, 2] to [1]) is the slave dropped, and with the
+    slave's read-only store it is the controller-mode case, not the 4.x stalled slave."""
+    broker = tmp_path / "broker.log"
+    grow = ("2026-11-27 05:01:02 INFO x - SyncStateSet changed from [] to [1]\n"
+            "2026-11-27 05:01:12 INFO x - SyncStateSet changed from [1] to [1, 2]\n")
+    broker.write_text(grow)
+    assert rank(scan([str(broker)])[0]) == []
+    broker.write_text(grow + "2026-11-27 05:02:19 INFO x - SyncStateSet changed from [1, 2] to [1]\n")
+    (tmp_path / "store.log").write_text("2026-11-27 05:02:12 ERROR x - Failed to create file, Read-only file system\n")
+    findings = rank(scan([str(tmp_path)])[0])
+    assert [f.mechanism.id for f in findings] == ["in-sync-replica-dropped"], [f.mechanism.id for f in findings]
+    assert findings[0].counts == {"syncstateset_shrunk": 1, "slave_store_readonly": 1}
