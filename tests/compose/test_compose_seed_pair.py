@@ -77,10 +77,10 @@ def _compose_figures(run_dir: Path, state: Path, image: str, phase_start: dict[s
     before = [m for m in metrics if m["ts_ns"] < phase_start["readonly"] and m["rss_bytes"] is not None]
     assert {m["node"] for m in before} == {"namesrv", "master", "slave"}, "docker stats figures for every node"
     assert any(m["cpu_percent"] for m in before if m["node"] == "master")
-    if cluster["image_program"] == "emulator":
-        # the JVM writes its commit log through a mapping: most of it is written back by the kernel's flusher, which
-        # cgroup v1 does not charge to the container (some runs of the JVM image showed none)
-        assert any(m["write_bytes_per_s"] for m in metrics if m["node"] == "master"), "the master's writes are seen"
+    # I/O figures are there; their size is not asserted: both programs write the commit log through a shared
+    # mapping, mostly written back by the kernel's flusher, which cgroup v1 does not charge to the container (runs
+    # of the JVM image, and one CI run of the emulator's, showed no bytes written)
+    assert any(m["write_bytes_per_s"] is not None for m in metrics if m["node"] == "master"), "the master's I/O"
     assert max(m["slave_fallbehind_bytes"] or 0 for m in metrics) > 0, "the slave fell behind after the cliff"
     for node in ("master", "slave", "namesrv"):
         assert (run_dir / "logs" / node / "stdout.log").stat().st_size > 0, f"container logs of {node}"
