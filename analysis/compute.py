@@ -2,11 +2,12 @@
 
 All runs are computed together (one scan per step, `run_id` tells them apart); the results are small enough
 for the driver: per-second series, per-phase rows, outcome counts, node metrics, loss checks, fault timings and
-the verdicts.
+the verdicts. Independent jobs run in threads side by side (`_compute`).
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -88,18 +89,34 @@ def compute(spark: SparkSession, runs: Sequence[RunDir], step: Step = lambda _: 
 
 def _compute(spark: SparkSession, runs: Sequence[RunDir], frames: Frames, enriched: DataFrame,
              known_t0: dict[str, int], t0: dict[str, int | None], step: Step) -> list[RunResults]:
+    """The per-second series and percentiles, and the consumers' jobs, run in threads of their own beside the
+    outcome counts, loss check and fault timings (Spark schedules jobs from several threads at once): each job's
+    driver work (planning, code generation, scheduling) is single-threaded, and a scan of a compacted file is one
+    task, so one job at a time leaves a core of local[2] idle for much of a report."""
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="analysis") as pool:
+        series = pool.submit(_series, enriched, frames.metrics, known_t0)
+        consumers = pool.submit(consume_results, spark, runs, known_t0, enriched) if any(
+            r.has_consumes or r.parts.get("metrics/lag") for r in runs) else None
+        return _compute_sends(spark, runs, frames, enriched, known_t0, t0, step, series, consumers)
+
+
+def _series(enriched: DataFrame, metrics: DataFrame, known_t0: dict[str, int]) -> tuple[pa.Table, ...]:
+    """The per-second latency series, the node metrics per second and the latency percentiles' tables."""
+    per_sec = stats.per_second(enriched).toArrow()
+    metrics_sec = stats.metrics_per_second(metrics, known_t0).toArrow()
+    return per_sec, metrics_sec, _percentile_tables(stats.latency_percentiles(enriched).toArrow())
+
+
+def _compute_sends(spark: SparkSession, runs: Sequence[RunDir], frames: Frames, enriched: DataFrame,
+                   known_t0: dict[str, int], t0: dict[str, int | None], step: Step,
+                   series: Future, consumers: Future | None) -> list[RunResults]:
     ids = [r.run_id for r in runs]
 
-    step("outcome counts and per-second series")
+    step("outcome counts")
     summary = stats.send_summary(enriched).toArrow()
     counts = stats.summary_part(summary, "outcomes")
     intended = stats.summary_part(summary, "intended")
     out_long = stats.summary_part(summary, "per_second")
-    per_sec = stats.per_second(enriched).toArrow()
-    metrics = stats.metrics_per_second(frames.metrics, known_t0).toArrow()
-
-    step("latency percentiles")
-    pct = _percentile_tables(stats.latency_percentiles(enriched).toArrow())
 
     step("loss check")
     totals = _totals(counts)
@@ -116,9 +133,11 @@ def _compute(spark: SparkSession, runs: Sequence[RunDir], frames: Frames, enrich
         if kf is not None:
             kf.release()
 
-    if any(r.has_consumes or r.parts.get("metrics/lag") for r in runs):
-        step("consumers: deliveries, end-to-end latency, loss, lag")
-    cres = consume_results(spark, runs, known_t0, enriched)
+    step("per-second series and latency percentiles (begun beside)")
+    per_sec, metrics, pct = series.result()
+    if consumers is not None:
+        step("consumers: deliveries, end-to-end latency, loss, lag (begun beside)")
+    cres = consumers.result() if consumers is not None else consume_results(spark, runs, known_t0, enriched)
     consume: dict[str, RunConsume] = {}
     for run in runs:
         rc = run_consume(run, cres, t0[run.run_id])
