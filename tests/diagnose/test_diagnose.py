@@ -27,10 +27,11 @@ EXPECTED = {
     "master-killed-consumers": "master-lost",
     "master-killed-controller": "controller-failover",
     "unclean-election-off": "controller-no-in-sync-replica",
+    "slave-readonly-controller": "in-sync-replica-dropped",
 }
-ALONE = ("slave-frozen", "master-killed-consumers")
-"""Cases whose other candidate (a stalled slave, keyed by the master's transfer timeouts) is the first finding's
-echo: left out (`harness.diagnose.ranking`)."""
+ALONE = ("slave-frozen", "master-killed-consumers", "slave-readonly-controller")
+"""Cases whose other candidate (a stalled slave, keyed by the master's transfer timeouts or the slave's read-only
+store) is the first finding's echo: left out (`harness.diagnose.ranking`)."""
 SCENARIO = {"slave-readonly-fallbehind-1m": "slave-readonly-fallbehind-1m"}
 """Cases whose written reproduction starts from another shipped scenario than the mechanism's own (its broker.conf
 says which: `Mechanism.scenario_below`)."""
