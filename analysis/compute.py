@@ -24,7 +24,7 @@ from analysis.expectations import CONSUMER_LOSS_METRICS, CONSUMER_METRICS, PAGEC
 from analysis.failover import failover_of
 from analysis.fault_timing import FaultSpec
 from analysis.frames import Frames, enrich_requests, load_frames
-from analysis.loss import LossCheck, key_flags, loss_checks
+from analysis.loss import KeyFlags, LossCheck, key_flags, loss_checks
 from analysis.measures import Measurement, measure
 from analysis.rundir import RunDir
 from analysis.search import searches_of
@@ -92,12 +92,23 @@ def _compute(spark: SparkSession, runs: Sequence[RunDir], frames: Frames, enrich
     """The per-second series and percentiles, and the consumers' jobs, run in threads of their own beside the
     outcome counts, loss check and fault timings (Spark schedules jobs from several threads at once): each job's
     driver work (planning, code generation, scheduling) is single-threaded, and a scan of a compacted file is one
-    task, so one job at a time leaves a core of local[2] idle for much of a report."""
-    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="analysis") as pool:
-        series = pool.submit(_series, enriched, frames.metrics, known_t0)
-        consumers = pool.submit(consume_results, spark, runs, known_t0, enriched) if any(
-            r.has_consumes or r.parts.get("metrics/lag") for r in runs) else None
-        return _compute_sends(spark, runs, frames, enriched, known_t0, t0, step, series, consumers)
+    task, so one job at a time leaves a core of local[2] idle for much of a report. The loss check's key flags
+    come first, alone: they change a session conf while they run (`analysis.loss.key_flags`), which a query
+    planned meanwhile in another thread would take up."""
+    step("loss check: key flags")
+    readback_runs = {r.run_id: r.timeline.readback_nodes for r in runs if r.readback_complete}
+    unread = {r.run_id: r.coverage.unread for r in runs if r.run_id in readback_runs and r.coverage.unread}
+    kf = key_flags(enriched, frames.readback, list(readback_runs), unread=unread) if readback_runs else None
+    try:
+        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="analysis") as pool:
+            series = pool.submit(_series, enriched, frames.metrics, known_t0)
+            consumers = pool.submit(consume_results, spark, runs, known_t0, enriched) if any(
+                r.has_consumes or r.parts.get("metrics/lag") for r in runs) else None
+            return _compute_sends(spark, runs, frames, enriched, known_t0, t0, step, kf, readback_runs, series,
+                                      consumers)
+    finally:
+        if kf is not None:
+            kf.release()
 
 
 def _series(enriched: DataFrame, metrics: DataFrame, known_t0: dict[str, int]) -> tuple[pa.Table, ...]:
@@ -108,8 +119,9 @@ def _series(enriched: DataFrame, metrics: DataFrame, known_t0: dict[str, int]) -
 
 
 def _compute_sends(spark: SparkSession, runs: Sequence[RunDir], frames: Frames, enriched: DataFrame,
-                   known_t0: dict[str, int], t0: dict[str, int | None], step: Step,
-                   series: Future, consumers: Future | None) -> list[RunResults]:
+                   known_t0: dict[str, int], t0: dict[str, int | None], step: Step, kf: KeyFlags | None,
+                   readback_runs: dict[str, list[str] | None], series: Future,
+                   consumers: Future | None) -> list[RunResults]:
     ids = [r.run_id for r in runs]
 
     step("outcome counts")
@@ -120,18 +132,11 @@ def _compute_sends(spark: SparkSession, runs: Sequence[RunDir], frames: Frames, 
 
     step("loss check")
     totals = _totals(counts)
-    readback_runs = {r.run_id: r.timeline.readback_nodes for r in runs if r.readback_complete}
     coverage = {r.run_id: r.coverage for r in runs}
-    unread = {rid: coverage[rid].unread for rid in readback_runs if coverage[rid].unread}
-    kf = key_flags(enriched, frames.readback, list(readback_runs), unread=unread) if readback_runs else None
-    try:
-        loss = loss_checks(kf, readback_runs, totals, ids, coverage)
-        step("fault timings and expectations")
-        specs = [FaultSpec((r.run_id, f.fault_id), r.run_id, f) for r in runs for f in r.timeline.faults]
-        measured, timings, deliveries = measure(enriched, kf, runs, t0, loss, specs)
-    finally:
-        if kf is not None:
-            kf.release()
+    loss = loss_checks(kf, readback_runs, totals, ids, coverage)
+    step("fault timings and expectations")
+    specs = [FaultSpec((r.run_id, f.fault_id), r.run_id, f) for r in runs for f in r.timeline.faults]
+    measured, timings, deliveries = measure(enriched, kf, runs, t0, loss, specs)
 
     step("per-second series and latency percentiles (begun beside)")
     per_sec, metrics, pct = series.result()
