@@ -104,8 +104,12 @@ def _compute(spark: SparkSession, runs: Sequence[RunDir], frames: Frames, enrich
             series = pool.submit(_series, enriched, frames.metrics, known_t0)
             consumers = pool.submit(consume_results, spark, runs, known_t0, enriched) if any(
                 r.has_consumes or r.parts.get("metrics/lag") for r in runs) else None
-            return _compute_sends(spark, runs, frames, enriched, known_t0, t0, step, kf, readback_runs, series,
+            try:
+                return _compute_sends(spark, runs, frames, enriched, known_t0, t0, step, kf, readback_runs, series,
                                       consumers)
+            except BaseException:  # a failed step or Ctrl-C: the threads' jobs end now, not when they are done
+                spark.sparkContext.cancelAllJobs()
+                raise
     finally:
         if kf is not None:
             kf.release()
