@@ -30,8 +30,8 @@ def _run(scenario: str, tmp_path: Path, args: tuple[str, ...] = ()) -> tuple[int
 
 FULL = os.environ.get("RMQ_CHAOS_FULL_TESTS") == "1"
 LOCAL_IN_FULL = pytest.mark.skipif(
-    not FULL, reason="~120 s each: the default run takes the seed pair through ssh with these same checks "
-                     "(tests/hosts/test_ssh_seed.py) and the default seed through compose; the local backend runs "
+    not FULL, reason="~120 s each: the default run takes the 1 MiB file through ssh with these same checks "
+                     "(tests/hosts/test_ssh_seed.py) and the default file through compose; the local backend runs "
                      "whole scenarios in the consumer, backlog, rate-search, controller and shortfall tests; "
                      "RMQ_CHAOS_FULL_TESTS=1")
 
