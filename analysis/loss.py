@@ -137,10 +137,13 @@ class KeyFlags:
                 .join(counts, ["run", "id"], "left")
                 .withColumn("sent", F.lit(1)).withColumn("acked", (F.col("cls") == c.OK).cast("long")))
 
-    def samples(self) -> dict[str, dict[str, list[str]]]:
-        """Up to SAMPLE_KEYS keys per run and category (the smallest ids), in key order."""
+    def samples(self, categories: Sequence[str] = CATEGORIES) -> dict[str, dict[str, list[str]]]:
+        """Up to SAMPLE_KEYS keys per run and category (the smallest ids) of `categories`, in key order; no Spark
+        job when there are none."""
+        if not categories:
+            return {}
         f = flags()
-        cats = F.array_compact(F.array(*[F.when(f[name], F.lit(name)) for name in CATEGORIES]))
+        cats = F.array_compact(F.array(*[F.when(f[name], F.lit(name)) for name in categories]))
         w = Window.partitionBy("run", "category").orderBy("id")
         picked = (self.df.select("run", "id", F.explode(cats).alias("category"))
                   .withColumn("rn", F.row_number().over(w)).where(F.col("rn") <= SAMPLE_KEYS).collect())
@@ -258,7 +261,7 @@ def loss_checks(kf: KeyFlags | None, readback_runs: dict[str, list[str] | None],
                                           F.sum("master_n").alias("master"), F.sum("slave_n").alias("slave"),
                                           ).collect():
             by_run[kf.runs[r["run"]]] = r.asDict()
-        samples = kf.samples()
+        samples = kf.samples([k for k in CATEGORIES if any(row.get(k) for row in by_run.values())])
     out = {}
     for run in all_runs:
         t = totals.get(run, {})
