@@ -46,6 +46,10 @@ FINGERPRINTS: tuple[Fingerprint, ...] = (
     # a new SyncStateSet; read further by the scan: only a set with fewer brokers than before counts (a shrink)
     Fingerprint("syncstateset_shrunk", (b"SyncStateSet changed from [",),
                 "master (controller mode): a broker left the SyncStateSet (fallen behind or its HA link lost)"),
+    # 5.x controller mode, the broker's stdout as it fails to start: its epoch checkpoint file is empty on disk (written
+    # without fsync, then a disk error aborted ext4's journal), Integer.parseInt(null) in CheckpointFile.read
+    Fingerprint("epoch_file_unreadable", (b"EpochFileCache.initCacheFromFile(",),
+                "broker (controller mode): could not read its epoch file at start and exited"),
     # the controller's log (DefaultBrokerHeartbeatManager, ReplicasInfoManager)
     Fingerprint("controller_broker_inactive", (b"inactive, broker ",),
                 "controller: a broker's heartbeat connection closed"),

@@ -204,9 +204,9 @@ MECHANISMS: tuple[Mechanism, ...] = (
     Mechanism(
         "in-sync-replica-dropped",
         "controller mode: the master dropped a slave that stopped replicating from the SyncStateSet and acks alone",
-        keys=("syncstateset_shrunk",),
-        explains=("syncstateset_shrunk", "slave_store_readonly", "ha_expired_master", "ha_expired_slave",
-                  "ha_new_connection", "transfer_slave_timeout", "flush_slave_timeout"),
+        keys=("syncstateset_shrunk", "epoch_file_unreadable"),
+        explains=("syncstateset_shrunk", "epoch_file_unreadable", "slave_store_readonly", "ha_expired_master",
+                  "ha_expired_slave", "ha_new_connection", "transfer_slave_timeout", "flush_slave_timeout"),
         paragraph=(
             "In controller mode (RIP-44) with allAckInSyncStateSet=true the master acknowledges a send once every "
             "broker of its SyncStateSet has it. A slave stopped replicating (its store read-only: 'Read-only file "
@@ -214,7 +214,10 @@ MECHANISMS: tuple[Mechanism, ...] = (
             "behind for haMaxTimeSlaveNotCatchup (15 s), the master had the controller shrink the set ('SyncStateSet "
             "changed from [1, 2] to [1]' in its broker.log) and from then on acknowledges alone (minInSyncReplicas=1, "
             "the default). Producers see SEND_OK throughout; what the master acknowledges while the slave is out is "
-            "on the master only, and should the master be lost then, no broker of the set is left to elect."),
+            "on the master only, and should the master be lost then, no broker of the set is left to elect. A slave "
+            "whose store failed this way may not start again: its first epoch file, written without fsync, can be "
+            "empty on disk after the error, and 5.3.0 exits reading it (NumberFormatException in "
+            "EpochFileCache.initCacheFromFile)."),
         recommend=(
             "repair the slave (its disk: check its store.log for 'Read-only file system'; its process; its network): "
             "it rejoins the SyncStateSet once it has caught up",

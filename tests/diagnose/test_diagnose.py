@@ -236,3 +236,16 @@ def test_only_a_shrinking_syncstateset_names_a_dropped_replica(tmp_path):
     findings = rank(scan([str(tmp_path)])[0])
     assert [f.mechanism.id for f in findings] == ["in-sync-replica-dropped"], [f.mechanism.id for f in findings]
     assert findings[0].counts == {"syncstateset_shrunk": 1, "slave_store_readonly": 1}
+
+
+def test_a_broker_that_cannot_read_its_epoch_file_names_the_dropped_replica(tmp_path):
+    """A 5.x slave whose store failed may not start again: its epoch file is empty on disk and 5.3.0 exits reading
+    it (the NumberFormatException propagates out of EpochFileCache.initCacheFromFile, which catches IOException
+    only). That alone names the controller-mode case, whose scenario shows the exit."""
+    (tmp_path / "stdout.log").write_text(
+        "java.lang.NumberFormatException: Cannot parse null string\n"
+        "\tat org.apache.rocketmq.common.utils.CheckpointFile.read(CheckpointFile.java:107)\n"
+        "\tat org.apache.rocketmq.store.ha.autoswitch.EpochFileCache.initCacheFromFile(EpochFileCache.java:59)\n")
+    findings = rank(scan([str(tmp_path)])[0])
+    assert [f.mechanism.id for f in findings] == ["in-sync-replica-dropped"]
+    assert findings[0].counts == {"epoch_file_unreadable": 1}
