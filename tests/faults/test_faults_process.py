@@ -68,6 +68,23 @@ def test_kill_then_revert_starts_the_node(nodes, journal):
     assert node.target.pids() and node.target.pids() != [old]
 
 
+def test_a_restart_never_starts_the_node_beside_its_old_processes(nodes, journal, monkeypatch):
+    """The restart waits until the killed processes have exited (their ports and store files let go), not until
+    they are dying; a process still there at the bound is named and nothing is started. Here the "kill" is a
+    SIGCONT, which leaves the process running."""
+    from faults import process_kill
+    from faults.errors import FaultError
+
+    monkeypatch.setattr(process_kill, "GONE_TIMEOUT_S", 0.3)
+    node = nodes("slave")
+    (old,) = node.target.pids()
+    fault = ProcessKill(node.target, {"signal": "SIGCONT"}, journal=journal)
+    fault.apply()
+    with pytest.raises(FaultError, match=rf"killed pids \[{old}\] not gone after 0.3 s; not starting the node"):
+        fault.revert()
+    assert node.target.pids() == [old]
+
+
 def test_restart_is_one_shot_and_gives_new_pids(nodes, journal):
     node = nodes("slave")
     (old,) = node.target.pids()
