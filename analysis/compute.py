@@ -134,7 +134,7 @@ def _compute_sends(spark: SparkSession, runs: Sequence[RunDir], frames: Frames, 
     intended = stats.summary_part(summary, "intended")
     out_long = stats.summary_part(summary, "per_second")
 
-    step("loss check")
+    step("loss check: counts and sample keys")
     totals = _totals(counts)
     coverage = {r.run_id: r.coverage for r in runs}
     loss = loss_checks(kf, readback_runs, totals, ids, coverage)
