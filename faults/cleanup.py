@@ -32,6 +32,11 @@ class CleanupReport:
     def ok(self) -> bool:
         return not self.failed
 
+    def raise_if_failed(self) -> None:
+        """Raise one line naming every entry still open and its undo's error (a settle that did not finish)."""
+        if self.failed:
+            raise UndoError(f"still open: {', '.join(f['id'] + ': ' + f['error'] for f in self.failed)}")
+
     def to_dict(self) -> dict:
         return {"ok": self.ok, "reverted": self.reverted, "failed": self.failed, "live": self.live,
                 "clusters_removed": self.clusters_removed, "left": self.left}

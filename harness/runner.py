@@ -395,8 +395,7 @@ class Runner:
         if not ids:
             return
         report = settle(driver.journal, ids, emit=rd.append)
-        if report.failed:
-            raise RuntimeError(f"still open: {', '.join(f['id'] + ': ' + f['error'] for f in report.failed)}")
+        report.raise_if_failed()
         progress.step(f"settled {len(report.reverted)} fault(s) whose revert failed, from the journal")
 
     def _say(self, text: str, style: str = "") -> None:

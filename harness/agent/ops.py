@@ -116,8 +116,7 @@ def _settle_faults_of(agent: Any, node: str) -> None:
     report = settle(agent.journal, [f.entry_id for f in mine.values() if f.entry_id])
     for fid in mine:
         agent.faults.pop(fid, None)
-    if report.failed:
-        raise RuntimeError(f"still open: {', '.join(f['id'] + ': ' + f['error'] for f in report.failed)}")
+    report.raise_if_failed()
 
 
 def fault_apply(agent: Any, msg: dict[str, Any]) -> dict[str, Any]:

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from faults.cleanup import cleanup, settle
+from faults.errors import UndoError
 from faults.journal import Journal
 
 
@@ -31,4 +34,6 @@ def test_an_undo_that_fails_again_stays_open(tmp_path: Path) -> None:
     entry = journal.begin("fault:test", undo=[{"op": "rmdir", "path": str(busy)}], run_id="r1")
     report = settle(journal, [entry])
     assert [f["id"] for f in report.failed] == [entry] and not report.reverted
+    with pytest.raises(UndoError, match=f"^still open: {entry}: "):
+        report.raise_if_failed()
     assert [e.id for e in journal.open_entries()] == [entry]
