@@ -70,19 +70,25 @@ def analyze(paths: Sequence[str | Path], *, out: Path | None = None, master: str
     """Analyze run directories and write their reports. `out`: the report directory for one run, the comparison
     page's directory for several (default `<common parent>/report-compare`). `spark`: a session to use (kept
     running); otherwise one is started (`master`, default local[2]) and stopped at the end."""
+    from analysis import cds
     from analysis.compute import compute
     from analysis.outputs import default_compare_dir, write_compare, write_run_report
     from analysis.progress import JobProgress
-    from analysis.session import get_session
+    from analysis.session import get_session, own_driver_archive
     from analysis.verdict import exit_code_of
 
     console = console or Console(stderr=True)
     runs = open_runs(paths)
     own_session = spark is None
+    input_bytes = sum(r.input_bytes for r in runs)
+    archive = own_driver_archive(master, conf, input_bytes) if own_session else None
     with JobProgress(console, enabled=progress) as prog:
         prog.step(f"starting Spark ({master or 'local[2]'})" if own_session else "using the running Spark session")
-        spark = spark or get_session(master, conf=conf, input_bytes=sum(r.input_bytes for r in runs))
+        if archive is not None:
+            cds.prepare(archive)
+        spark = spark or get_session(master, conf=conf, input_bytes=input_bytes, archive=archive)
         prog.attach(spark.sparkContext)
+        ok = False
         try:
             results = compute(spark, runs, step=prog.step)
             prog.step("writing reports")
@@ -90,10 +96,15 @@ def analyze(paths: Sequence[str | Path], *, out: Path | None = None, master: str
             compare_dir = None
             if len(results) > 1:
                 compare_dir = write_compare(results, out or default_compare_dir(results))
-            prog.done()
+            ok = True
         finally:
             if own_session:
                 spark.stop()
+            if archive is not None:
+                if ok and archive.writing:
+                    prog.step("saving the driver's class archive for the next reports (once)")
+                cds.finish(archive, ok)
+        prog.done()
     code = exit_code_of([r.verdict for r in results])
     return JobResult(code, dirs, compare_dir, results)
 

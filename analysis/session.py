@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from analysis import jvm
+from analysis import cds, jvm
 
 DEFAULT_MASTER = "local[2]"
 APP_NAME = "rmq-chaos-report"
@@ -66,11 +66,29 @@ def _log4j_file(level: str) -> Path:
     return Path(name)
 
 
+def own_driver_archive(master: str | None, conf: Sequence[tuple[str, str]],
+                       input_bytes: int | None) -> cds.Archive | None:
+    """The class archive for the local driver `get_session` would start with these arguments; None when it
+    would start none (a session is active, spark-submit started it, a cluster master) or when `conf` sets the
+    driver's JVM flags itself, or when this process's driver JVM already runs (a stopped session's)."""
+    from pyspark import SparkContext
+
+    if SparkSession.getActiveSession() is not None or SparkContext._gateway is not None:
+        return None
+    if under_spark_submit() and not master:
+        return None
+    if not (master or DEFAULT_MASTER).startswith("local") or "spark.driver.extraJavaOptions" in dict(conf):
+        return None
+    return cds.archive_for(driver_jvm_options(input_bytes))
+
+
 def get_session(master: str | None = None, log_level: str = LOG_LEVEL, shuffle_partitions: int = SHUFFLE_PARTITIONS,
-                conf: Sequence[tuple[str, str]] = (), input_bytes: int | None = None) -> SparkSession:
+                conf: Sequence[tuple[str, str]] = (), input_bytes: int | None = None,
+                archive: cds.Archive | None = None) -> SparkSession:
     """The active session, or a new one: `master` (default local[2]) with quiet logs and no web UI; `conf` pairs
     are applied last (they win over these defaults); `input_bytes`, the size of what the job reads, picks the
-    local driver's JVM flags (`driver_jvm_options`).
+    local driver's JVM flags (`driver_jvm_options`); `archive` (from `own_driver_archive`) adds the flags that read
+    or write the driver's class archive (`analysis.cds`; the caller calls `cds.finish` after stopping the session).
 
     A session that already runs (a test's session, spark-submit's) is reused as it is."""
     active = SparkSession.getActiveSession()
@@ -85,8 +103,9 @@ def get_session(master: str | None = None, log_level: str = LOG_LEVEL, shuffle_p
             .config("spark.ui.enabled", "false")
             .config("spark.ui.showConsoleProgress", "false")
             .config("spark.sql.adaptive.enabled", "true")
-            .config("spark.driver.extraJavaOptions",
-                    f"-Dlog4j.configurationFile=file:{log4j} {driver_jvm_options(input_bytes)}".rstrip())
+            .config("spark.driver.extraJavaOptions", " ".join(o for o in (
+                f"-Dlog4j.configurationFile=file:{log4j}", driver_jvm_options(input_bytes),
+                archive.jvm_options() if archive is not None else "") if o))
         )
         if url.startswith("local"):  # one machine: loopback only, few partitions; a cluster keeps its defaults
             os.environ.setdefault("SPARK_LOCAL_IP", LOCAL_IP)

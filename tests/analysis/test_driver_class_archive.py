@@ -1,0 +1,85 @@
+"""The local driver's class archive (analysis.cds): the first report writes it whole (never a half-written file in
+its place), a later driver maps it, a failed job does not wait for it, and it is named by what it must match."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from known_runs import clean_run
+from process_group import run_group
+
+from analysis import cds
+
+ROOT = Path(__file__).resolve().parents[2]
+PROBE = """
+import json, os, sys
+from analysis import cds, session
+archive = session.own_driver_archive(None, (), 0)
+cds.prepare(archive)
+spark = session.get_session(input_bytes=0, archive=archive)
+from pyspark import SparkContext
+pid = SparkContext._gateway.proc.pid
+maps = open(f"/proc/{pid}/maps").read()
+assert spark.range(1000).count() == 1000
+spark.stop()
+done = cds.finish(archive, ok=sys.argv[1] == "ok")
+print(json.dumps({"pid": pid, "mapped": str(archive.path) in maps, "written": done, "path": str(archive.path),
+                  "jvm_left": os.path.exists(f"/proc/{pid}")}))
+"""
+
+
+def _env(cache: Path) -> dict[str, str]:
+    return {**os.environ, "RMQ_CHAOS_CACHE": str(cache), "PYTHONPATH": str(ROOT)}
+
+
+def _probe(cache: Path, outcome: str) -> dict:
+    done = run_group([sys.executable, "-c", PROBE, outcome], timeout=300, env=_env(cache), cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_the_archive_is_named_by_the_driver_flags_and_can_be_turned_off(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("RMQ_CHAOS_CACHE", str(tmp_path))
+    small, large = cds.archive_for("-XX:TieredStopAtLevel=1"), cds.archive_for("")
+    assert small is not None and large is not None and small.path != large.path
+    assert small.path.parent == tmp_path and small.path.suffix == ".jsa"
+    assert small.writing and "-XX:ArchiveClassesAtExit=" + str(small.part) in small.jvm_options()
+    small.path.write_bytes(b"")
+    assert not small.writing and "-XX:SharedArchiveFile=" + str(small.path) in small.jvm_options()
+    monkeypatch.setenv(cds.DISABLE_ENV, "off")
+    assert cds.archive_for("") is None
+
+
+def test_prepare_removes_only_stale_parts(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("RMQ_CHAOS_CACHE", str(tmp_path))
+    archive = cds.archive_for("")
+    stale, fresh = tmp_path / "driver-classes-0.jsa.1.part", tmp_path / "driver-classes-0.jsa.2.part"
+    for f in (stale, fresh):
+        f.write_bytes(b"x")
+    old = time.time() - cds.STALE_PART_S - 60
+    os.utime(stale, (old, old))
+    cds.prepare(archive)
+    assert not stale.exists() and fresh.exists()
+
+
+def test_a_report_writes_the_archive_and_the_next_driver_maps_it(tmp_path: Path):
+    cache = tmp_path / "cache"
+    path, _ = clean_run(tmp_path)
+    first = run_group([sys.executable, "-m", "analysis", str(path), "--no-progress"], timeout=600,
+                      env=_env(cache), cwd=ROOT)
+    assert first.returncode == 0, first.stderr[-2000:]
+    archives = sorted(cache.glob("driver-classes-*"))
+    assert [a.suffix for a in archives] == [".jsa"], archives  # whole, renamed into place; no `.part` left
+    assert "ArchiveClassesAtExit" not in first.stdout + first.stderr and "[cds]" not in first.stdout
+    probe = _probe(cache, "ok")
+    assert probe["mapped"] and Path(probe["path"]) == archives[0], probe
+    assert not probe["written"] and not probe["jvm_left"]
+
+
+def test_a_failed_job_kills_its_driver_and_keeps_no_archive(tmp_path: Path):
+    probe = _probe(tmp_path, "failed")
+    assert not probe["written"] and not probe["jvm_left"] and not probe["mapped"]
+    assert list(tmp_path.glob("driver-classes-*")) == []
