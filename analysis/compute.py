@@ -24,7 +24,7 @@ from analysis.expectations import CONSUMER_LOSS_METRICS, CONSUMER_METRICS, PAGEC
 from analysis.failover import failover_of
 from analysis.fault_timing import FaultSpec
 from analysis.frames import Frames, enrich_requests, load_frames
-from analysis.loss import KeyFlags, LossCheck, key_flags, loss_checks
+from analysis.loss import LossCheck, loss_checks, plan_key_flags
 from analysis.measures import Measurement, measure
 from analysis.rundir import RunDir
 from analysis.search import searches_of
@@ -89,30 +89,32 @@ def compute(spark: SparkSession, runs: Sequence[RunDir], step: Step = lambda _: 
 
 def _compute(spark: SparkSession, runs: Sequence[RunDir], frames: Frames, enriched: DataFrame,
              known_t0: dict[str, int], t0: dict[str, int | None], step: Step) -> list[RunResults]:
-    """The per-second series and percentiles, and the consumers' jobs, run in threads of their own beside the
-    outcome counts, loss check and fault timings (Spark schedules jobs from several threads at once): each job's
-    driver work (planning, code generation, scheduling) is single-threaded, and a scan of a compacted file is one
-    task, so one job at a time leaves a core of local[2] idle for much of a report. The loss check's key flags
-    come first, alone: they change a session conf while they run (`analysis.loss.key_flags`), which a query
-    planned meanwhile in another thread would take up."""
-    step("loss check: key flags")
+    """The loss check's key flags, the per-second series and percentiles, and the consumers' jobs run in threads
+    of their own beside the outcome counts and fault timings (Spark schedules jobs from several threads at once):
+    each job's driver work (planning, code generation, scheduling) is single-threaded, and a scan of a compacted
+    file is one task, so one job at a time leaves a core of local[2] idle for much of a report."""
+    step("planning the loss check")
     readback_runs = {r.run_id: r.timeline.readback_nodes for r in runs if r.readback_complete}
     unread = {r.run_id: r.coverage.unread for r in runs if r.run_id in readback_runs and r.coverage.unread}
-    kf = key_flags(enriched, frames.readback, list(readback_runs), unread=unread) if readback_runs else None
+    plan = plan_key_flags(enriched, frames.readback, list(readback_runs), unread=unread) if readback_runs else None
+    flags: Future | None = None
     try:
-        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="analysis") as pool:
+        with ThreadPoolExecutor(max_workers=3, thread_name_prefix="analysis") as pool:
+            flags = pool.submit(plan.resolve) if plan is not None else None
             series = pool.submit(_series, enriched, frames.metrics, known_t0)
             consumers = pool.submit(consume_results, spark, runs, known_t0, enriched) if any(
                 r.has_consumes or r.parts.get("metrics/lag") for r in runs) else None
             try:
-                return _compute_sends(spark, runs, frames, enriched, known_t0, t0, step, kf, readback_runs, series,
-                                      consumers)
+                return _compute_sends(spark, runs, frames, enriched, known_t0, t0, step, flags, readback_runs,
+                                      series, consumers)
             except BaseException:  # a failed step or Ctrl-C: the threads' jobs end now, not when they are done
                 spark.sparkContext.cancelAllJobs()
                 raise
     finally:
-        if kf is not None:
-            kf.release()
+        if plan is not None:
+            plan.release()
+        if flags is not None and flags.done() and not flags.cancelled() and flags.exception() is None:
+            flags.result().release()
 
 
 def _series(enriched: DataFrame, metrics: DataFrame, known_t0: dict[str, int]) -> tuple[pa.Table, ...]:
@@ -123,7 +125,7 @@ def _series(enriched: DataFrame, metrics: DataFrame, known_t0: dict[str, int]) -
 
 
 def _compute_sends(spark: SparkSession, runs: Sequence[RunDir], frames: Frames, enriched: DataFrame,
-                   known_t0: dict[str, int], t0: dict[str, int | None], step: Step, kf: KeyFlags | None,
+                   known_t0: dict[str, int], t0: dict[str, int | None], step: Step, flags: Future | None,
                    readback_runs: dict[str, list[str] | None], series: Future,
                    consumers: Future | None) -> list[RunResults]:
     ids = [r.run_id for r in runs]
@@ -134,7 +136,8 @@ def _compute_sends(spark: SparkSession, runs: Sequence[RunDir], frames: Frames, 
     intended = stats.summary_part(summary, "intended")
     out_long = stats.summary_part(summary, "per_second")
 
-    step("loss check: counts and sample keys")
+    step("loss check: counts and sample keys (key flags begun beside)")
+    kf = flags.result() if flags is not None else None
     totals = _totals(counts)
     coverage = {r.run_id: r.coverage for r in runs}
     loss = loss_checks(kf, readback_runs, totals, ids, coverage)

@@ -172,6 +172,44 @@ def key_flags(requests: DataFrame, readback: DataFrame, runs: Sequence[str], has
     """Per-key counts of `runs` (requests need `run_id, key, cls`, and `broker, queue_id, queue_offset` when
     `unread` names queues; read-back `run_id, node, key`). `unread`: run -> its queues not read completely. Hashed,
     with the exact fallback described in the module docstring (`hash_fn`/`check_fn` exist for testing it)."""
+    return plan_key_flags(requests, readback, runs, hash_fn, check_fn, unread).resolve()
+
+
+@dataclass
+class KeyFlagsPlan:
+    """The hashed per-key counts planned and marked for caching, not computed yet: `resolve()` runs the job (from
+    any thread). Partial aggregation is off in the plan itself, so a query planned meanwhile keeps the session's
+    own setting."""
+
+    both: DataFrame
+    checked: DataFrame
+    runs: list[str]
+    requests: DataFrame
+    readback: DataFrame
+
+    def resolve(self) -> KeyFlags:
+        """Compute the counts; if two keys share a hash or a count overflows, redo them on the key strings."""
+        checked = self.checked
+        bad = checked.where((F.col("lo") != F.col("hi")) | (F.col("n") > FIELD_MAX)).limit(1).count()
+        if bad == 0:
+            return KeyFlags(checked.select("run", "id", *_unpacked(F.col("p"))), self.runs, False, self.requests,
+                            self.readback, cached=checked)
+        checked.unpersist()
+        with sql_conf(self.both.sparkSession, BYPASS_PARTIAL_AGG, "true"):
+            exact = self.both.groupBy("run", F.col("key").alias("id")).agg(
+                *[F.sum(F.shiftright("p", FIELD_BITS * i).bitwiseAND(F.lit(FIELD_MAX))).alias(name)
+                  for i, name in enumerate(FIELDS)]).persist(StorageLevel.MEMORY_AND_DISK)
+        exact.count()
+        return KeyFlags(exact, self.runs, True, self.requests, self.readback, cached=exact)
+
+    def release(self) -> None:
+        self.checked.unpersist()
+
+
+def plan_key_flags(requests: DataFrame, readback: DataFrame, runs: Sequence[str], hash_fn: KeyHash = key_hash,
+                   check_fn: KeyHash = check_hash,
+                   unread: Mapping[str, Sequence[UnreadQueue]] | None = None) -> KeyFlagsPlan:
+    """`key_flags` planned, not run (no Spark job): `resolve()` computes them."""
     runs = list(runs)
     run_idx, own = run_index(runs), F.col("key").startswith(F.concat(F.col("run_id"), F.lit(":")))
     sent = requests.where(F.col("run_id").isin(runs)).select(
@@ -183,22 +221,13 @@ def key_flags(requests: DataFrame, readback: DataFrame, runs: Sequence[str], has
         _pack(master_n=F.col("node") == "master", slave_n=F.col("node") == "slave", own_n=own).alias("p"))
     both = sent.unionByName(read)
     hashed = both.select("run", hash_fn(F.col("key")).alias("id"), check_fn(F.col("key")).alias("chk"), "p")
-    spark = requests.sparkSession
-    # nearly every key is unique before the shuffle: a partial aggregation there only costs
-    with sql_conf(spark, BYPASS_PARTIAL_AGG, "true"):
+    # nearly every key is unique before the shuffle: a partial aggregation there only costs. persist() plans the
+    # query with the session's conf of that moment (a copy of it), so the setting is needed only around it.
+    with sql_conf(requests.sparkSession, BYPASS_PARTIAL_AGG, "true"):
         checked = hashed.groupBy("run", "id").agg(
             F.sum("p").alias("p"), F.count(F.lit(1)).alias("n"), F.min("chk").alias("lo"),
             F.max("chk").alias("hi")).persist(StorageLevel.MEMORY_AND_DISK)
-        bad = checked.where((F.col("lo") != F.col("hi")) | (F.col("n") > FIELD_MAX)).limit(1).count()
-        if bad == 0:
-            return KeyFlags(checked.select("run", "id", *_unpacked(F.col("p"))), runs, False, requests, readback,
-                            cached=checked)
-        checked.unpersist()
-        exact = both.groupBy("run", F.col("key").alias("id")).agg(
-            *[F.sum(F.shiftright("p", FIELD_BITS * i).bitwiseAND(F.lit(FIELD_MAX))).alias(name)
-              for i, name in enumerate(FIELDS)]).persist(StorageLevel.MEMORY_AND_DISK)
-        exact.count()
-    return KeyFlags(exact, runs, True, requests, readback, cached=exact)
+    return KeyFlagsPlan(both, checked, runs, requests, readback)
 
 
 @contextmanager
