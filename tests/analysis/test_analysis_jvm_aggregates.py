@@ -171,3 +171,19 @@ def test_the_consumers_per_phase_rows_agree_for_any_data(spark, rows):
     got = {jvm: {tuple(r[k] for k in key): r.asDict() for r in consume_stats.per_phase(df, jvm).collect()}
            for jvm in (True, False)}
     same(got[True], got[False])
+
+
+@settings(max_examples=6, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.sampled_from(["r1", "r2"]), st.sampled_from(["app", "audit"]), st.integers(0, 3),
+                          st.integers(0, 1), st.integers(0, 1), micros, micros), min_size=1, max_size=200))
+def test_the_consumers_per_second_rows_agree_for_any_data(spark, rows):
+    """`consume_stats.per_second`: counts and p50/p99 the same by the JVM aggregate (exact nearest rank) and by
+    `percentile_approx` (exact while a second has at most PERCENTILE_ACCURACY deliveries), nulls included."""
+    from analysis import consume_stats
+
+    df = spark.createDataFrame(rows, "run_id string, group string, sec long, ok long, slave long, born_us long, "
+                                     "stored_us long")
+    key = ("run_id", "group", "sec")
+    got = {jvm: {tuple(r[k] for k in key): r.asDict() for r in consume_stats.per_second(df, jvm).collect()}
+           for jvm in (True, False)}
+    same(got[True], got[False])
