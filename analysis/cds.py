@@ -4,8 +4,8 @@ report loaded instead of loading and verifying them again from Spark's jars.
 A driver started without the archive writes it when it exits (`-XX:ArchiveClassesAtExit`); `finish` ends that
 JVM once the job is done, waits for it, and renames the written file into place, so an archive is only ever read
 once whole. The archive is build output like the JVM aggregates' jar: cached under `$RMQ_CHAOS_CACHE` (default
-`~/.cache/rmq-chaos`, about 190 MB), named by a hash of everything it must match (the Java runtime, Spark's jars,
-the aggregates' jar and the driver's JVM flags). A JVM that cannot use it (another runtime, a changed class path)
+`~/.cache/rmq-chaos`, about 190 MB), named by a hash of everything it must match (the Java runtime, where Spark's
+jars are and which, the aggregates' jar and the driver's JVM flags). A JVM that cannot use it (another runtime, a changed class path)
 runs as if it were absent. Measured in docs/analysis.md ("The driver's class archive").
 """
 from __future__ import annotations
@@ -25,6 +25,7 @@ DUMP_TIMEOUT_S = 120
 EXIT_TIMEOUT_S = 10
 DISABLE_ENV = "RMQ_CHAOS_CLASS_ARCHIVE"  # "off": no archive is read or written
 STALE_PART_S = 600  # a `.part` left by a driver that was killed while writing it
+UNUSED_ARCHIVE_S = 30 * 86400
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,8 @@ def archive_for(driver_options: str) -> Archive | None:
     digest = hashlib.sha256(f"{home}\0{driver_options}\0".encode())
     release = home / "release"
     digest.update(release.read_bytes() if release.is_file() else str((home / "lib").stat().st_mtime_ns).encode())
-    jars = jvm.spark_jars_dir()
+    jars = jvm.spark_jars_dir().resolve()  # the class path's own paths: another install's archive does not fit
+    digest.update(f"{jars}\0".encode())
     for jar in sorted(jars.glob("*.jar")):
         digest.update(f"{jar.name}\0{jar.stat().st_size}\0".encode())
     digest.update(jvm.jar_path().name.encode())
@@ -72,13 +74,17 @@ def archive_for(driver_options: str) -> Archive | None:
 
 
 def prepare(archive: Archive) -> None:
-    """Make the cache directory, and remove `.part` files that no driver is writing any more."""
+    """Make the cache directory, mark the archive used now, and remove `.part` files that no driver is writing any
+    more and archives no driver has used for UNUSED_ARCHIVE_S (another Spark or Java install's)."""
     archive.path.parent.mkdir(parents=True, exist_ok=True)
     now = time.time()
-    for part in archive.path.parent.glob("driver-classes-*.part"):
+    if archive.path.is_file():
+        os.utime(archive.path)
+    for old in archive.path.parent.glob("driver-classes-*"):
+        limit = STALE_PART_S if old.name.endswith(".part") else UNUSED_ARCHIVE_S
         try:
-            if now - part.stat().st_mtime > STALE_PART_S:
-                part.unlink()
+            if old != archive.path and now - old.stat().st_mtime > limit:
+                old.unlink()
         except FileNotFoundError:
             pass
 

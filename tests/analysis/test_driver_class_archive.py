@@ -49,20 +49,29 @@ def test_the_archive_is_named_by_the_driver_flags_and_can_be_turned_off(tmp_path
     assert small.writing and "-XX:ArchiveClassesAtExit=" + str(small.part) in small.jvm_options()
     small.path.write_bytes(b"")
     assert not small.writing and "-XX:SharedArchiveFile=" + str(small.path) in small.jvm_options()
+    other = tmp_path / "spark-home"
+    (other / "jars").mkdir(parents=True)
+    (other / "jars" / "spark-core.jar").write_bytes(b"")
+    monkeypatch.setenv("SPARK_HOME", str(other))  # another install's jars: another class path, another archive
+    assert cds.archive_for("").path != large.path
     monkeypatch.setenv(cds.DISABLE_ENV, "off")
     assert cds.archive_for("") is None
 
 
-def test_prepare_removes_only_stale_parts(tmp_path: Path, monkeypatch):
+def test_prepare_removes_only_stale_parts_and_unused_archives(tmp_path: Path, monkeypatch):
     monkeypatch.setenv("RMQ_CHAOS_CACHE", str(tmp_path))
     archive = cds.archive_for("")
     stale, fresh = tmp_path / "driver-classes-0.jsa.1.part", tmp_path / "driver-classes-0.jsa.2.part"
-    for f in (stale, fresh):
+    unused, recent = tmp_path / "driver-classes-1.jsa", tmp_path / "driver-classes-2.jsa"
+    for f in (stale, fresh, unused, recent, archive.path):
         f.write_bytes(b"x")
-    old = time.time() - cds.STALE_PART_S - 60
-    os.utime(stale, (old, old))
+    for f, age in ((stale, cds.STALE_PART_S), (unused, cds.UNUSED_ARCHIVE_S), (archive.path, cds.UNUSED_ARCHIVE_S),
+                   (recent, cds.STALE_PART_S)):
+        old = time.time() - age - 60
+        os.utime(f, (old, old))
     cds.prepare(archive)
-    assert not stale.exists() and fresh.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([fresh.name, recent.name, archive.path.name])
+    assert archive.path.stat().st_mtime > time.time() - cds.UNUSED_ARCHIVE_S  # used now: kept, and marked so
 
 
 def test_a_report_writes_the_archive_and_the_next_driver_maps_it(tmp_path: Path):
