@@ -5,8 +5,8 @@ A driver started without the archive writes it when it exits (`-XX:ArchiveClasse
 JVM once the job is done, waits for it, and renames the written file into place, so an archive is only ever read
 once whole. The archive is build output like the JVM aggregates' jar: cached under `$RMQ_CHAOS_CACHE` (default
 `~/.cache/rmq-chaos`, about 190 MB), named by a hash of everything it must match (the Java runtime, where Spark's
-jars are and which, the aggregates' jar and the driver's JVM flags). A JVM that cannot use it (another runtime, a changed class path)
-runs as if it were absent. Measured in docs/analysis.md ("The driver's class archive").
+jars are and which, the aggregates' jar and the driver's JVM flags). A JVM that cannot use it (another runtime, a
+changed class path) runs as if it were absent. Measured in docs/analysis.md ("The driver's class archive").
 """
 from __future__ import annotations
 

@@ -179,7 +179,8 @@ def key_flags(requests: DataFrame, readback: DataFrame, runs: Sequence[str], has
 class KeyFlagsPlan:
     """The hashed per-key counts planned and marked for caching, not computed yet: `resolve()` runs the job (from
     any thread). Partial aggregation is off in the plan itself, so a query planned meanwhile keeps the session's
-    own setting."""
+    own setting (only the exact redo, rare, sets it around its own `persist()`: a query planned in that moment runs
+    without partial aggregation, slower, with the same rows)."""
 
     both: DataFrame
     checked: DataFrame
