@@ -73,20 +73,27 @@ def archive_for(driver_options: str) -> Archive | None:
                    base / f"driver-classes-{digest.hexdigest()[:16]}.jsa.{os.getpid()}.part")
 
 
-def prepare(archive: Archive) -> None:
+def prepare(archive: Archive) -> bool:
     """Make the cache directory, mark the archive used now, and remove `.part` files that no driver is writing any
-    more and archives no driver has used for UNUSED_ARCHIVE_S (another Spark or Java install's)."""
-    archive.path.parent.mkdir(parents=True, exist_ok=True)
+    more and archives no driver has used for UNUSED_ARCHIVE_S (another Spark or Java install's). False when the
+    cache cannot be written (a read-only home, another user's files): the driver then runs without an archive."""
+    try:
+        archive.path.parent.mkdir(parents=True, exist_ok=True)
+        if archive.path.is_file():
+            os.utime(archive.path)
+        elif not os.access(archive.path.parent, os.W_OK):
+            return False
+    except OSError:
+        return False
     now = time.time()
-    if archive.path.is_file():
-        os.utime(archive.path)
     for old in archive.path.parent.glob("driver-classes-*"):
         limit = STALE_PART_S if old.name.endswith(".part") else UNUSED_ARCHIVE_S
         try:
             if old != archive.path and now - old.stat().st_mtime > limit:
                 old.unlink()
-        except FileNotFoundError:
+        except OSError:
             pass
+    return True
 
 
 def finish(archive: Archive, ok: bool) -> bool:

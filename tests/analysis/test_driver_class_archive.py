@@ -69,9 +69,17 @@ def test_prepare_removes_only_stale_parts_and_unused_archives(tmp_path: Path, mo
                    (recent, cds.STALE_PART_S)):
         old = time.time() - age - 60
         os.utime(f, (old, old))
-    cds.prepare(archive)
+    assert cds.prepare(archive)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([fresh.name, recent.name, archive.path.name])
     assert archive.path.stat().st_mtime > time.time() - cds.UNUSED_ARCHIVE_S  # used now: kept, and marked so
+
+
+def test_a_cache_that_cannot_be_written_means_no_archive(tmp_path: Path, monkeypatch):
+    (tmp_path / "file").write_text("")
+    monkeypatch.setenv("RMQ_CHAOS_CACHE", str(tmp_path / "file" / "cache"))  # under a file: mkdir fails
+    archive = cds.archive_for("")
+    assert archive is not None and not cds.prepare(archive)
+    assert (tmp_path / "file").is_file()
 
 
 def test_the_first_driver_writes_the_archive_and_the_next_maps_it(tmp_path: Path):
