@@ -3,7 +3,7 @@ report loaded instead of loading and verifying them again from Spark's jars.
 
 A driver started without the archive writes it when it exits (`-XX:ArchiveClassesAtExit`); `finish` ends that
 JVM once the job is done, waits for it, and renames the written file into place, so an archive is only ever read
-once whole. The archive is build output like the JVM aggregates' jar: cached under `$RMQ_CHAOS_CACHE` (default
+once whole. One driver at a time writes it (a lock file); reports started meanwhile run without one. The archive is build output like the JVM aggregates' jar: cached under `$RMQ_CHAOS_CACHE` (default
 `~/.cache/rmq-chaos`, about 190 MB), named by a hash of everything it must match (the Java runtime, where Spark's
 jars are and which, the aggregates' jar and the driver's JVM flags). A JVM that cannot use it (another runtime, a
 changed class path) runs as if it were absent. Measured in docs/analysis.md ("The driver's class archive").
@@ -15,7 +15,7 @@ import os
 import shutil
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from analysis import jvm
@@ -24,25 +24,27 @@ QUIET = "-Xlog:cds*=off"  # a dump lists every class it skips (signed jars, old 
 DUMP_TIMEOUT_S = 120
 EXIT_TIMEOUT_S = 10
 DISABLE_ENV = "RMQ_CHAOS_CLASS_ARCHIVE"  # "off": no archive is read or written
-STALE_PART_S = 600  # a `.part` left by a driver that was killed while writing it
+STALE_S = 600  # a `.part` or lock left by a driver that was killed while writing the archive
 UNUSED_ARCHIVE_S = 30 * 86400
 
 
 @dataclass(frozen=True)
 class Archive:
-    """The archive for one driver configuration; `part` is where this process's driver writes it."""
+    """The archive for one driver configuration; `part` is where this process's driver writes it, `writing` whether
+    it does (decided by `prepare`: only one driver at a time writes a missing archive, the one holding `lock`)."""
 
     path: Path
     part: Path
-
-    def jvm_options(self) -> str:
-        if self.path.is_file():
-            return f"-XX:SharedArchiveFile={self.path} {QUIET}"
-        return f"-XX:ArchiveClassesAtExit={self.part} {QUIET}"
+    writing: bool = False
 
     @property
-    def writing(self) -> bool:
-        return not self.path.is_file()
+    def lock(self) -> Path:
+        return self.path.with_name(self.path.name + ".lock")
+
+    def jvm_options(self) -> str:
+        if self.writing:
+            return f"-XX:ArchiveClassesAtExit={self.part} {QUIET}"
+        return f"-XX:SharedArchiveFile={self.path} {QUIET}"
 
 
 def java_home() -> Path | None:
@@ -73,27 +75,25 @@ def archive_for(driver_options: str) -> Archive | None:
                    base / f"driver-classes-{digest.hexdigest()[:16]}.jsa.{os.getpid()}.part")
 
 
-def prepare(archive: Archive) -> bool:
-    """Make the cache directory, mark the archive used now, and remove `.part` files that no driver is writing any
-    more and archives no driver has used for UNUSED_ARCHIVE_S (another Spark or Java install's). False when the
-    cache cannot be written (a read-only home, another user's files): the driver then runs without an archive."""
+def prepare(archive: Archive) -> Archive | None:
+    """The archive to start the driver with: read when it exists (marked used now), written when it does not and no
+    other driver is writing it (this one takes its lock); None otherwise, and when the cache cannot be written (a
+    read-only home, another user's files): the driver then runs without one. Also removes what no driver uses any
+    more: `.part` and lock files older than STALE_S, archives unused for UNUSED_ARCHIVE_S (another install's)."""
+    now = time.time()
     try:
         archive.path.parent.mkdir(parents=True, exist_ok=True)
+        for old in archive.path.parent.glob("driver-classes-*"):
+            limit = UNUSED_ARCHIVE_S if old.suffix == ".jsa" else STALE_S
+            if old != archive.path and now - old.stat().st_mtime > limit:
+                old.unlink(missing_ok=True)
         if archive.path.is_file():
             os.utime(archive.path)
-        elif not os.access(archive.path.parent, os.W_OK):
-            return False
-    except OSError:
-        return False
-    now = time.time()
-    for old in archive.path.parent.glob("driver-classes-*"):
-        limit = STALE_PART_S if old.name.endswith(".part") else UNUSED_ARCHIVE_S
-        try:
-            if old != archive.path and now - old.stat().st_mtime > limit:
-                old.unlink()
-        except OSError:
-            pass
-    return True
+            return replace(archive, writing=False)
+        os.close(os.open(archive.lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+    except OSError:  # FileExistsError: another driver is writing it
+        return None
+    return replace(archive, writing=True)
 
 
 def finish(archive: Archive, ok: bool) -> bool:
@@ -128,4 +128,6 @@ def finish(archive: Archive, ok: bool) -> bool:
             proc.kill()
             proc.wait()
         archive.part.unlink(missing_ok=True)
+        if archive.writing:
+            archive.lock.unlink(missing_ok=True)
     return done

@@ -84,8 +84,7 @@ def analyze(paths: Sequence[str | Path], *, out: Path | None = None, master: str
     archive = own_driver_archive(master, conf, input_bytes) if own_session else None
     with JobProgress(console, enabled=progress) as prog:
         prog.step(f"starting Spark ({master or 'local[2]'})" if own_session else "using the running Spark session")
-        if archive is not None and not cds.prepare(archive):
-            archive = None
+        archive = cds.prepare(archive) if archive is not None else None
         spark = spark or get_session(master, conf=conf, input_bytes=input_bytes, archive=archive)
         prog.attach(spark.sparkContext)
         ok = False

@@ -17,8 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PROBE = """
 import json, os, sys
 from analysis import cds, session
-archive = session.own_driver_archive(None, (), 0)
-cds.prepare(archive)
+archive = cds.prepare(session.own_driver_archive(None, (), 0))
 spark = session.get_session(input_bytes=0, archive=archive)
 from pyspark import SparkContext
 pid = SparkContext._gateway.proc.pid
@@ -46,9 +45,6 @@ def test_the_archive_is_named_by_the_driver_flags_and_can_be_turned_off(tmp_path
     small, large = cds.archive_for("-XX:TieredStopAtLevel=1"), cds.archive_for("")
     assert small is not None and large is not None and small.path != large.path
     assert small.path.parent == tmp_path and small.path.suffix == ".jsa"
-    assert small.writing and "-XX:ArchiveClassesAtExit=" + str(small.part) in small.jvm_options()
-    small.path.write_bytes(b"")
-    assert not small.writing and "-XX:SharedArchiveFile=" + str(small.path) in small.jvm_options()
     other = tmp_path / "spark-home"
     (other / "jars").mkdir(parents=True)
     (other / "jars" / "spark-core.jar").write_bytes(b"")
@@ -58,27 +54,42 @@ def test_the_archive_is_named_by_the_driver_flags_and_can_be_turned_off(tmp_path
     assert cds.archive_for("") is None
 
 
-def test_prepare_removes_only_stale_parts_and_unused_archives(tmp_path: Path, monkeypatch):
+def test_one_driver_writes_a_missing_archive_and_the_others_run_without(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("RMQ_CHAOS_CACHE", str(tmp_path))
+    archive = cds.archive_for("")
+    writer = cds.prepare(archive)
+    assert writer is not None and writer.writing and writer.lock.exists()
+    assert "-XX:ArchiveClassesAtExit=" + str(writer.part) in writer.jvm_options()
+    assert cds.prepare(archive) is None  # the lock is held: no second writer, no half-written archive to read
+    archive.path.write_bytes(b"")
+    reader = cds.prepare(archive)
+    assert reader is not None and not reader.writing
+    assert "-XX:SharedArchiveFile=" + str(archive.path) in reader.jvm_options()
+
+
+def test_prepare_removes_what_no_driver_uses(tmp_path: Path, monkeypatch):
     monkeypatch.setenv("RMQ_CHAOS_CACHE", str(tmp_path))
     archive = cds.archive_for("")
     stale, fresh = tmp_path / "driver-classes-0.jsa.1.part", tmp_path / "driver-classes-0.jsa.2.part"
     unused, recent = tmp_path / "driver-classes-1.jsa", tmp_path / "driver-classes-2.jsa"
-    for f in (stale, fresh, unused, recent, archive.path):
+    dead_lock = archive.lock
+    for f in (stale, fresh, unused, recent, dead_lock):
         f.write_bytes(b"x")
-    for f, age in ((stale, cds.STALE_PART_S), (unused, cds.UNUSED_ARCHIVE_S), (archive.path, cds.UNUSED_ARCHIVE_S),
-                   (recent, cds.STALE_PART_S)):
+    for f, age in ((stale, cds.STALE_S), (unused, cds.UNUSED_ARCHIVE_S), (dead_lock, cds.STALE_S),
+                   (recent, cds.STALE_S)):
         old = time.time() - age - 60
         os.utime(f, (old, old))
-    assert cds.prepare(archive)
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([fresh.name, recent.name, archive.path.name])
-    assert archive.path.stat().st_mtime > time.time() - cds.UNUSED_ARCHIVE_S  # used now: kept, and marked so
+    writer = cds.prepare(archive)  # the killed writer's lock is stale: this driver writes the archive
+    assert writer is not None and writer.writing
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([fresh.name, recent.name, dead_lock.name])
+    assert dead_lock.stat().st_mtime > time.time() - cds.STALE_S  # taken anew
 
 
 def test_a_cache_that_cannot_be_written_means_no_archive(tmp_path: Path, monkeypatch):
     (tmp_path / "file").write_text("")
     monkeypatch.setenv("RMQ_CHAOS_CACHE", str(tmp_path / "file" / "cache"))  # under a file: mkdir fails
     archive = cds.archive_for("")
-    assert archive is not None and not cds.prepare(archive)
+    assert archive is not None and cds.prepare(archive) is None
     assert (tmp_path / "file").is_file()
 
 
@@ -86,7 +97,7 @@ def test_the_first_driver_writes_the_archive_and_the_next_maps_it(tmp_path: Path
     first = _probe(tmp_path, "ok")
     assert first["written"] and not first["mapped"] and not first["jvm_left"], first
     archives = sorted(tmp_path.glob("driver-classes-*"))
-    assert archives == [Path(first["path"])]  # whole, renamed into place; no `.part` left
+    assert archives == [Path(first["path"])]  # whole, renamed into place; no `.part` or lock left
     second = _probe(tmp_path, "ok")
     assert second["mapped"] and second["path"] == first["path"] and not second["written"], second
     assert not second["jvm_left"]
