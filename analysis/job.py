@@ -97,12 +97,14 @@ def analyze(paths: Sequence[str | Path], *, out: Path | None = None, master: str
                 compare_dir = write_compare(results, out or default_compare_dir(results))
             ok = True
         finally:
-            if own_session:
-                spark.stop()
-            if archive is not None:
-                if ok and archive.writing:
-                    prog.step("saving the driver's class archive for the next reports (once)")
-                cds.finish(archive, ok)
+            try:
+                if own_session:
+                    spark.stop()
+            finally:
+                if archive is not None:
+                    if ok and archive.writing:
+                        prog.step("saving the driver's class archive for the next reports (once)")
+                    cds.finish(archive, ok)
         prog.done()
     code = exit_code_of([r.verdict for r in results])
     return JobResult(code, dirs, compare_dir, results)
