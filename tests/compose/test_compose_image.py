@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from compose_support import BUILD_SCRIPT, REPO
+from waiting import poll
 
 from faults.docker import engine
 from faults.docker.ops import PROJECT_LABEL
@@ -66,7 +67,8 @@ def test_entrypoint_runs_the_name_server_and_stop_reaches_it(test_image: str, tm
         volumes={str(tmp_path / "namesrv.conf"): {"bind": f"{HOME}/conf/namesrv.conf", "mode": "ro"}})
     try:
         _wait_port(port, READY_TIMEOUT_S)
-        assert "The Name Server boot success" in ct.logs().decode()
+        # the port opens just before the line is printed, and docker's log reader may not have it yet
+        poll(lambda: "The Name Server boot success" in ct.logs().decode(), READY_TIMEOUT_S, "the boot line")
         ct.stop(timeout=20)
         assert ct.wait(timeout=30)["StatusCode"] == 0
     finally:

@@ -99,10 +99,15 @@ def test_transient_store_pool_runs_dry_when_commits_block(emu_cluster):
         fault.apply()
         fault.verify()
         frozen_at = time.monotonic()
-        # SYSTEM_BUSY (2) is not retried by the 4.9.1 client: MQBrokerException reaches the application
+        # SYSTEM_BUSY (2) is not retried by the 4.9.1 client: MQBrokerException reaches the application. The
+        # processor rejects when the pool is empty or the commitlog lock is held past osPageCacheBusyTimeOutMills
+        # (both as in 4.9.1). On a loaded machine a commit can return a buffer after the allocator found the pool
+        # empty (it then made its file without one, on the frozen disk): the pool ran dry, and shows 1 again.
         poll(lambda: flood.count(frozen_at, "MQBrokerException", 2, "[REJECTREQUEST]"), 30,
-             "[REJECTREQUEST] once the pool is empty")
-        assert cluster.runtime("master")["remainTransientStoreBufferNumbs"] == "0"
+             "[REJECTREQUEST] while commits block")
+        poll(lambda: cluster.runtime("master")["remainTransientStoreBufferNumbs"] == "0"
+             or "Only 0 buffers remain in TransientStorePool" in cluster.nodes["master"].log("store.log"), 30,
+             "the transient store pool to run dry")
         fault.revert()
         thawed_at = time.monotonic()
         poll(lambda: flood.count(thawed_at, "SEND_OK") >= 50, 30, "SEND_OK after the thaw")
