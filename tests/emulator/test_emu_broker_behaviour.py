@@ -106,7 +106,7 @@ def test_transient_store_pool_runs_dry_when_commits_block(emu_cluster):
         poll(lambda: flood.count(frozen_at, "MQBrokerException", 2, "[REJECTREQUEST]"), 30,
              "[REJECTREQUEST] while commits block")
         poll(lambda: cluster.runtime("master")["remainTransientStoreBufferNumbs"] == "0"
-             or "Only 0 buffers remain in TransientStorePool" in cluster.nodes["master"].log("store.log"), 30,
+             or "TransientStorePool only remain 0 sheets." in cluster.nodes["master"].log("store.log"), 30,
              "the transient store pool to run dry")
         fault.revert()
         thawed_at = time.monotonic()
