@@ -93,7 +93,10 @@ def test_a_cache_that_cannot_be_written_means_no_archive(tmp_path: Path, monkeyp
     assert (tmp_path / "file").is_file()
 
 
-def test_the_first_driver_writes_the_archive_and_the_next_maps_it(tmp_path: Path):
+def test_a_failed_job_keeps_none_then_the_first_driver_writes_it_and_the_next_maps_it(tmp_path: Path):
+    failed = _probe(tmp_path, "failed")  # killed at once: no archive, no `.part`, no lock, no JVM
+    assert not failed["written"] and not failed["jvm_left"] and not failed["mapped"], failed
+    assert list(tmp_path.glob("driver-classes-*")) == []
     first = _probe(tmp_path, "ok")
     assert first["written"] and not first["mapped"] and not first["jvm_left"], first
     archives = sorted(tmp_path.glob("driver-classes-*"))
@@ -101,9 +104,3 @@ def test_the_first_driver_writes_the_archive_and_the_next_maps_it(tmp_path: Path
     second = _probe(tmp_path, "ok")
     assert second["mapped"] and second["path"] == first["path"] and not second["written"], second
     assert not second["jvm_left"]
-
-
-def test_a_failed_job_kills_its_driver_and_keeps_no_archive(tmp_path: Path):
-    probe = _probe(tmp_path, "failed")
-    assert not probe["written"] and not probe["jvm_left"] and not probe["mapped"]
-    assert list(tmp_path.glob("driver-classes-*")) == []
