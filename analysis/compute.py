@@ -97,7 +97,6 @@ def _compute(spark: SparkSession, runs: Sequence[RunDir], frames: Frames, enrich
     readback_runs = {r.run_id: r.timeline.readback_nodes for r in runs if r.readback_complete}
     unread = {r.run_id: r.coverage.unread for r in runs if r.run_id in readback_runs and r.coverage.unread}
     plan = plan_key_flags(enriched, frames.readback, list(readback_runs), unread=unread) if readback_runs else None
-    flags: Future | None = None
     try:
         with ThreadPoolExecutor(max_workers=3, thread_name_prefix="analysis") as pool:
             flags = pool.submit(plan.resolve) if plan is not None else None
@@ -113,8 +112,6 @@ def _compute(spark: SparkSession, runs: Sequence[RunDir], frames: Frames, enrich
     finally:
         if plan is not None:
             plan.release()
-        if flags is not None and flags.done() and not flags.cancelled() and flags.exception() is None:
-            flags.result().release()
 
 
 def _series(enriched: DataFrame, metrics: DataFrame, known_t0: dict[str, int]) -> tuple[pa.Table, ...]:

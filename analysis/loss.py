@@ -187,6 +187,7 @@ class KeyFlagsPlan:
     runs: list[str]
     requests: DataFrame
     readback: DataFrame
+    exact: DataFrame | None = None  # the redo on the key strings, when there was one
 
     def resolve(self) -> KeyFlags:
         """Compute the counts; if two keys share a hash or a count overflows, redo them on the key strings."""
@@ -197,14 +198,17 @@ class KeyFlagsPlan:
                             self.readback, cached=checked)
         checked.unpersist()
         with sql_conf(self.both.sparkSession, BYPASS_PARTIAL_AGG, "true"):
-            exact = self.both.groupBy("run", F.col("key").alias("id")).agg(
+            self.exact = self.both.groupBy("run", F.col("key").alias("id")).agg(
                 *[F.sum(F.shiftright("p", FIELD_BITS * i).bitwiseAND(F.lit(FIELD_MAX))).alias(name)
                   for i, name in enumerate(FIELDS)]).persist(StorageLevel.MEMORY_AND_DISK)
-        exact.count()
-        return KeyFlags(exact, self.runs, True, self.requests, self.readback, cached=exact)
+        self.exact.count()
+        return KeyFlags(self.exact, self.runs, True, self.requests, self.readback, cached=self.exact)
 
     def release(self) -> None:
-        self.checked.unpersist()
+        """Free what the plan and its `resolve()` cached, whether or not that finished."""
+        for df in (self.checked, self.exact):
+            if df is not None:
+                df.unpersist()
 
 
 def plan_key_flags(requests: DataFrame, readback: DataFrame, runs: Sequence[str], hash_fn: KeyHash = key_hash,
