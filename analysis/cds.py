@@ -70,9 +70,8 @@ def archive_for(driver_options: str) -> Archive | None:
     for jar in sorted(jars.glob("*.jar")):
         digest.update(f"{jar.name}\0{jar.stat().st_size}\0".encode())
     digest.update(jvm.jar_path().name.encode())
-    base = jvm.cache_dir()
-    return Archive(base / f"driver-classes-{digest.hexdigest()[:16]}.jsa",
-                   base / f"driver-classes-{digest.hexdigest()[:16]}.jsa.{os.getpid()}.part")
+    path = jvm.cache_dir() / f"driver-classes-{digest.hexdigest()[:16]}.jsa"
+    return Archive(path, path.with_name(f"{path.name}.{os.getpid()}.part"))
 
 
 def prepare(archive: Archive) -> Archive | None:
@@ -85,8 +84,11 @@ def prepare(archive: Archive) -> Archive | None:
         archive.path.parent.mkdir(parents=True, exist_ok=True)
         for old in archive.path.parent.glob("driver-classes-*"):
             limit = UNUSED_ARCHIVE_S if old.suffix == ".jsa" else STALE_S
-            if old != archive.path and now - old.stat().st_mtime > limit:
-                old.unlink(missing_ok=True)
+            try:
+                if old != archive.path and now - old.stat().st_mtime > limit:
+                    old.unlink()
+            except FileNotFoundError:  # another report removed it first
+                continue
         if archive.path.is_file():
             os.utime(archive.path)
             return replace(archive, writing=False)
