@@ -20,26 +20,26 @@ from pathlib import Path
 
 from support import REPO, not_root
 
-CPUACCT = Path("/sys/fs/cgroup/cpuacct")
+from faults.system import cgroupfs
 
 
 def one_report(run_dir: Path, archive: bool) -> tuple[float, float, int]:
-    """(wall s, CPU s, exit code) of one report of `run_dir`."""
-    group = CPUACCT / f"rmq-chaos-report-time-{uuid.uuid4().hex[:8]}"
-    group.mkdir()
+    """(wall s, CPU s, exit code) of one report of `run_dir`, in a cgroup of its own below rmq-chaos/ (removed after,
+    with anything still in it)."""
+    group = os.path.join(cgroupfs.require("cpuacct").root, cgroupfs.OUR_DIR, f"report-time-{uuid.uuid4().hex[:8]}")
+    cgroupfs.create(group)
     env = {**os.environ, **({} if archive else {"RMQ_CHAOS_CLASS_ARCHIVE": "off"})}
     try:
         start = time.monotonic()
         code = subprocess.run(
-            ["bash", "-c", f'echo $$ > {group}/tasks && exec "$0" -m analysis "$1" --no-progress', sys.executable,
-             str(run_dir)], env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            check=False).returncode
+            cgroupfs.join_argv([group], [sys.executable, "-m", "analysis", str(run_dir), "--no-progress"]), env=env,
+            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False).returncode
         wall = time.monotonic() - start
-        while (group / "tasks").read_text().strip():  # a JVM still exiting (archive off: nothing waits for it)
+        while cgroupfs.members(group):  # a JVM still exiting (archive off: nothing waits for it)
             time.sleep(0.1)
-        cpu = int((group / "cpuacct.usage").read_text()) / 1e9
+        cpu = int(cgroupfs.read(group, "cpuacct.usage")) / 1e9
     finally:
-        group.rmdir()
+        cgroupfs.remove(group)
     return wall, cpu, code
 
 
@@ -50,7 +50,10 @@ def main() -> int:
     ap.add_argument("--archive", choices=("on", "off", "both"), default="both")
     args = ap.parse_args()
     args.run_dir = args.run_dir.resolve()
-    if not_root("report_time", "a cpuacct cgroup per report") or not CPUACCT.is_dir():
+    if not_root("report_time", "a cpuacct cgroup per report"):
+        return 1
+    if (found := cgroupfs.hierarchy("cpuacct")) is None or found.version != 1:
+        print("report_time: needs the cgroup v1 cpuacct controller", file=sys.stderr)
         return 1
     from analysis.cds import archive_for
     from analysis.rundir import open_run_dir
