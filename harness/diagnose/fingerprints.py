@@ -88,6 +88,13 @@ FINGERPRINTS: tuple[Fingerprint, ...] = (
                 "master: one put held the commitlog lock over 500 ms (store.log [NOTIFYME])"),
     Fingerprint("pagecache_slow", (), "master: [PAGECACHERT] minutes with puts of 500 ms or more"),
     Fingerprint("pagecache_fast", (), "master: [PAGECACHERT] minutes with at least 99 % of puts under 10 ms"),
+    # 4.9.x and 5.x FlushRealTimeService (ASYNC_FLUSH) after one flush of the commitlog over 500 ms
+    Fingerprint("flush_costs", (b"Flush data to disk costs ",),
+                "master: one asynchronous flush of the commitlog to disk took over 500 ms (store.log)"),
+    Fingerprint("flush_thread_in_force", (),
+                "jstack: the commitlog's flush thread (GroupCommitService, FlushRealTimeService) RUNNABLE in msync"),
+    Fingerprint("gc_pause_in_kernel", (),
+                "GC log: a pause of 50 ms or more that spent more CPU time in the kernel than in the JVM (page faults)"),
     Fingerprint("consumer_flow_control", (b"so do flow control",),
                 "client: a process queue held too many / too old messages, pulling stopped (rocketmq_client.log)"),
     Fingerprint("consumer_flow_control_moving", (),
@@ -98,4 +105,11 @@ FINGERPRINTS: tuple[Fingerprint, ...] = (
 BY_ID = {f.id: f for f in FINGERPRINTS}
 PAGECACHERT = b"[PAGECACHERT]"
 JSTACK_CONSUME_THREAD = b'"ConsumeMessageThread_'
+JSTACK_FLUSH_THREADS = (b'GroupCommitService"', b'FlushRealTimeService"')
+"""The end of the thread's name in a jstack header (5.x in a broker container puts the broker's identity before it)."""
+FORCE_FRAMES = (b"MappedMemoryUtils.force0", b"MappedByteBuffer.force0", b"FileDispatcherImpl.force0")
+"""msync of a mapped commitlog file (JDK 9+, JDK 8), or FileChannel.force (a transient store pool's file)."""
+GC_CPU = (b" Sys=", b"[Times: user=")
+"""A GC pause's CPU times: unified logging's `[gc,cpu] GC(4) User=0.03s Sys=0.08s Real=0.11s` (JDK 9+, -Xlog:gc*),
+JDK 8's `[Times: user=0.03 sys=0.08, real=0.11 secs]` (-XX:+PrintGCDetails)."""
 SOCKET_READ_FRAMES = (b"socketRead0", b"SocketInputStream.read", b"SocketDispatcher.read", b"NioSocketImpl.read")

@@ -27,10 +27,16 @@ class Mechanism:
     scenario_below: tuple[tuple[str, int, str], ...] = ()
     """(broker.conf key, value, scenario): a broker.conf that sets the key below the value is reproduced by that
     scenario instead, whose expectations encode what the setting changes; the user's value of the key is kept."""
+    scenario_if: tuple[tuple[str, str, str], ...] = ()
+    """(broker.conf key, value, scenario): the same for a key set to that value (exactly: the broker's enum names)."""
 
     def scenario_for(self, conf: dict[str, str]) -> tuple[str, str | None]:
         """The shipped scenario that reproduces this mechanism with the broker.conf `conf`, and why when it is not
         the mechanism's own."""
+        for key, wanted, name in self.scenario_if:
+            value = conf.get(key, "").strip()
+            if value == wanted:
+                return name, f"broker.conf {key}={value}: scenarios/{name}.yaml, not {self.scenario}.yaml"
         for key, limit, name in self.scenario_below:
             value = conf.get(key, "").strip()
             if value.isdigit() and int(value) < limit:
@@ -159,6 +165,52 @@ MECHANISMS: tuple[Mechanism, ...] = (
             "do not turn off fast failure (brokerFastFailureEnable=false): queued sends then time out in the client "
             "instead of getting an answer"),
         scenario="transient-store-pool"),
+    Mechanism(
+        "store-flush-slow", "the master's disk writes slowly: every flush, and each SYNC_FLUSH acknowledgement, waits",
+        keys=("flush_thread_in_force", "flush_costs"),
+        explains=("flush_thread_in_force", "flush_costs", "pagecache_slow"),
+        paragraph=(
+            "The disk under the master's store writes slowly (an I/O limit, a saturated or failing device). The "
+            "commitlog's flush thread spends its time in msync: a jstack shows GroupCommitService (SYNC_FLUSH) or "
+            "FlushRealTimeService (ASYNC_FLUSH) RUNNABLE in MappedByteBuffer.force, and an asynchronous flush over "
+            "500 ms is logged 'Flush data to disk costs N ms'. Under SYNC_FLUSH every acknowledgement waits for the "
+            "flush that covers it: sends keep getting SEND_OK, each late (the real 4.9.1 with 1 MiB/s of write "
+            "bandwidth: p99 from a few ms to about 500 ms), the broker's throughput falls to what the disk carries, "
+            "and producers sending at a fixed rate fall behind. The put itself only appends to the page cache, so no "
+            "code 2 appears while the page cache absorbs the writes; a put that blocks in the lock is page-cache-busy. "
+            "4.9.1 waits for the flush without a bound; 4.9.3 and later answer FLUSH_DISK_TIMEOUT after "
+            "syncFlushTimeout (5 s)."),
+        recommend=(
+            "measure the master's disk at the time of the lines (iostat -x: write latency, utilisation) and find what "
+            "limits it: a cgroup or cloud volume's I/O limit, another writer, a failing device",
+            "take several jstacks of the master seconds apart: the flush thread in force0 in most of them is a slow "
+            "disk; in one of them, an ordinary flush"),
+        warn=(
+            "switching to ASYNC_FLUSH hides the wait but changes what SEND_OK means: acknowledged messages in the "
+            "page cache only are lost if the host crashes",),
+        scenario="master-disk-throttle",
+        # an ASYNC_FLUSH master acknowledges before the flush: the late acknowledgements are SYNC_FLUSH's
+        scenario_if=(("flushDiskType", "ASYNC_FLUSH", "master-disk-throttle-async"),)),
+    Mechanism(
+        "broker-swapping", "the broker's JVM was swapping: its GC pauses waited for pages read back from swap",
+        keys=("gc_pause_in_kernel",),
+        explains=("gc_pause_in_kernel", "pagecache_slow"),
+        paragraph=(
+            "The broker's memory (heap, direct buffers, mapped commitlog) did not fit in what its host or container "
+            "gave it, and the kernel swapped part of it out. A thread that touches a swapped-out page waits in the "
+            "kernel for it to be read back; a GC pause touches many pages at once, so it grows and most of its CPU "
+            "time is the kernel's (the real 4.9.1 with a 256 MiB heap in a 64 MiB memory cgroup: young pauses of "
+            "5-17 ms became 107-164 ms, Sys 0.08-0.12 s against User 0.02-0.03 s). Sends keep getting SEND_OK and "
+            "the latency tail grows with every pause. How far depends on the swap device: on a slow one a put that "
+            "faults inside the commitlog lock holds it long enough for code 2 (page-cache-busy)."),
+        recommend=(
+            "check the broker process's VmSwap (/proc/<pid>/status) and its memory limit against -Xmx, "
+            "MaxDirectMemorySize and metaspace",
+            "keep broker memory out of swap: a memory limit above the JVM's footprint, and vm.swappiness=1 as the "
+            "distribution's bin/os.sh sets it"),
+        warn=(
+            "do not raise -Xmx within the same memory limit: a larger heap leaves less room and swaps more",),
+        scenario="master-swapping"),
     Mechanism(
         "stuck-consumer-listener", "consume threads blocked in the listener: one group's lag grows, the broker is fine",
         keys=("consumer_flow_control", "consume_thread_blocked"),

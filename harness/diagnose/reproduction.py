@@ -48,7 +48,7 @@ def reproduction(finding: Finding, version: str | None, conf: dict[str, str]) ->
     else:
         section = "slave" if conf.get("brokerRole", "").upper() == "SLAVE" else "master"
     ours = {k for part in broker.values() if isinstance(part, dict) for k in part} - {
-        key for key, _, name in mech.scenario_below if name == scenario}
+        key for key, _, name in (*mech.scenario_below, *mech.scenario_if) if name == scenario}
     table = version_defaults(version)
     used, dropped = {}, {}
     for key, value in conf.items():

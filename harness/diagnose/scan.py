@@ -5,7 +5,9 @@ put in order and numbered by counting line ends between them, and only the lines
 are read further: a `[PAGECACHERT]` line is parsed with the analysis's own reader (`analysis.pagecache`) and counts
 as `pagecache_slow` (a put of 500 ms or more in its minute) or `pagecache_fast` (99 % under 10 ms); a jstack thread
 `"ConsumeMessageThread_...` counts as `consume_thread_blocked` when its stanza (up to the next blank line) is
-RUNNABLE in a socket read; a new master counts from epoch 2 and a SyncStateSet change only when the set shrank; the
+RUNNABLE in a socket read, a flush thread's (`GroupCommitService`, `FlushRealTimeService`) when RUNNABLE in msync; a
+GC pause's CPU times count as `gc_pause_in_kernel` when it lasted 50 ms or more and spent more in the kernel than in
+the JVM; a new master counts from epoch 2 and a SyncStateSet change only when the set shrank; the
 flow-control lines are filed per group and settled after the scan. A broker.conf (`*.conf`, `*.properties`) is read
 as `key=value` lines.
 """
@@ -16,7 +18,15 @@ from pathlib import Path
 
 from analysis.pagecache import FAST_SHARE, fast_share, parse_line
 from harness.diagnose.evidence import Evidence
-from harness.diagnose.fingerprints import FINGERPRINTS, JSTACK_CONSUME_THREAD, PAGECACHERT, SOCKET_READ_FRAMES
+from harness.diagnose.fingerprints import (
+    FINGERPRINTS,
+    FORCE_FRAMES,
+    GC_CPU,
+    JSTACK_CONSUME_THREAD,
+    JSTACK_FLUSH_THREADS,
+    PAGECACHERT,
+    SOCKET_READ_FRAMES,
+)
 from harness.diagnose.sources import SkipFile, Skipped, blocks, walk
 
 STAMP = re.compile(rb"(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2})")
@@ -25,11 +35,17 @@ GROUP = re.compile(r"consumerGroup=([^,\s\]]+)")
 NEW_MASTER_EPOCH = re.compile(r"newMasterEpoch:(\d+)")
 SYNC_STATE_SETS = re.compile(r"SyncStateSet changed from \[([^\]]*)\] to \[([^\]]*)\]")
 FLOW_QUEUE = re.compile(r"minOffset=(\d+).*?consumerGroup=([^,\s\]]+).*?brokerName=([^,\s\]]+), queueId=(\d+)")
+GC_TIMES = re.compile(r"[Uu]ser=(\d+(?:[.,]\d+)?)s? [Ss]ys=(\d+(?:[.,]\d+)?)s?,? [Rr]eal=(\d+(?:[.,]\d+)?)")
+GC_PAUSE_SLOW_S = 0.05
+"""A young pause of a loaded broker takes a few ms to ~20 ms (the real 4.9.1 here: 4.6-17 ms, Sys 0.00 s); swapping
+made them 107-164 ms with Sys 0.08-0.12 s against User 0.02-0.03 s (docs/diagnose.md)."""
 CONF_SUFFIXES = (".conf", ".properties")
 MAX_CONF_BYTES = 1024 * 1024
 SLOW_FROM_BUCKET = 6
 """`[500ms~1s]` and above: a put that long held the commitlog lock well past the 200 ms a send may wait queued."""
 ANCHORS = tuple((a, f.id) for f in FINGERPRINTS for a in f.anchors)
+READ_FURTHER = ((PAGECACHERT, "pagecache"), (JSTACK_CONSUME_THREAD, "jstack"),
+                *((a, "jstack_flush") for a in JSTACK_FLUSH_THREADS), *((a, "gc_cpu") for a in GC_CPU))
 
 
 def scan(paths: list[str]) -> tuple[Evidence, list[Skipped]]:
@@ -71,7 +87,7 @@ def _scan_block(block: bytes, name: str, line_base: int, first_stamp: str | None
         while pos >= 0:
             found.append((pos, fid))
             pos = block.find(anchor, pos + len(anchor))
-    for anchor, fid in ((PAGECACHERT, "pagecache"), (JSTACK_CONSUME_THREAD, "jstack")):
+    for anchor, fid in READ_FURTHER:
         pos = block.find(anchor)
         while pos >= 0:
             found.append((pos, fid))
@@ -94,11 +110,14 @@ def _scan_block(block: bytes, name: str, line_base: int, first_stamp: str | None
         ts = stamp.group(1).decode() if stamp else first_stamp
         if fid == "pagecache":
             fid = _pagecache(text, evidence)
-        elif fid == "jstack":
+        elif fid in ("jstack", "jstack_flush"):
             stanza_end = block.find(b"\n\n", pos)
             stanza = block[pos:stanza_end if stanza_end >= 0 else len(block)]
-            fid = "consume_thread_blocked" if b"State: RUNNABLE" in stanza and any(
-                f in stanza for f in SOCKET_READ_FRAMES) else None
+            frames, found_id = ((SOCKET_READ_FRAMES, "consume_thread_blocked") if fid == "jstack" else
+                                (FORCE_FRAMES, "flush_thread_in_force"))
+            fid = found_id if b"State: RUNNABLE" in stanza and any(f in stanza for f in frames) else None
+        elif fid == "gc_cpu":
+            fid = "gc_pause_in_kernel" if _pause_in_kernel(text) else None
         elif fid == "controller_new_master":  # epoch 1 is the cluster's first election, at its start
             epoch = NEW_MASTER_EPOCH.search(text)
             fid = fid if epoch and int(epoch.group(1)) >= 2 else None
@@ -113,6 +132,14 @@ def _scan_block(block: bytes, name: str, line_base: int, first_stamp: str | None
             continue
         if fid:
             evidence.add(fid, name, line_no, ts, text)
+
+
+def _pause_in_kernel(text: str) -> bool:
+    m = GC_TIMES.search(text)
+    if m is None:
+        return False
+    user, sys_, real = (float(v.replace(",", ".")) for v in m.groups())
+    return real >= GC_PAUSE_SLOW_S and sys_ > user
 
 
 def _members(java_set: str) -> int:

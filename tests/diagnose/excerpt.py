@@ -9,13 +9,14 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from harness.diagnose.fingerprints import FINGERPRINTS, JSTACK_CONSUME_THREAD, PAGECACHERT
+from harness.diagnose.fingerprints import FINGERPRINTS, GC_CPU, JSTACK_CONSUME_THREAD, PAGECACHERT
 
 HEAD_LINES = 3
 PER_FINGERPRINT = 12
 CORPUS = Path(__file__).resolve().parent / "corpus"
 ANCHORS = [(a, f.id) for f in FINGERPRINTS for a in f.anchors] + [(PAGECACHERT, "pagecache"),
-                                                                  (JSTACK_CONSUME_THREAD, "jstack")]
+                                                                  (JSTACK_CONSUME_THREAD, "jstack"),
+                                                                  *((a, "gc_cpu") for a in GC_CPU)]
 
 
 def excerpt(src: Path) -> bytes:

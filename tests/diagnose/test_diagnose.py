@@ -28,13 +28,17 @@ EXPECTED = {
     "master-killed-controller": "controller-failover",
     "unclean-election-off": "controller-no-in-sync-replica",
     "slave-readonly-controller": "in-sync-replica-dropped",
+    "master-disk-throttle": "store-flush-slow",
+    "master-disk-throttle-async": "store-flush-slow",
+    "master-swapping": "broker-swapping",
 }
 ALONE = ("slave-frozen", "master-killed-consumers", "slave-readonly-controller")
 """Cases whose other candidate (a stalled slave, keyed by the master's transfer timeouts or the slave's read-only
 store) is the first finding's echo: left out (`harness.diagnose.ranking`)."""
-SCENARIO = {"slave-readonly-fallbehind-1m": "slave-readonly-fallbehind-1m"}
+SCENARIO = {"slave-readonly-fallbehind-1m": "slave-readonly-fallbehind-1m",
+            "master-disk-throttle-async": "master-disk-throttle-async"}
 """Cases whose written reproduction starts from another shipped scenario than the mechanism's own (its broker.conf
-says which: `Mechanism.scenario_below`)."""
+says which: `Mechanism.scenario_below`, `Mechanism.scenario_if`)."""
 CASES = sorted(p.name for p in CORPUS.iterdir() if p.is_dir())
 RMQ_CHAOS = [sys.executable, "-m", "harness.cli"]
 
@@ -249,3 +253,61 @@ def test_a_broker_that_cannot_read_its_epoch_file_names_the_dropped_replica(tmp_
     findings = rank(scan([str(tmp_path)])[0])
     assert [f.mechanism.id for f in findings] == ["in-sync-replica-dropped"]
     assert findings[0].counts == {"epoch_file_unreadable": 1}
+
+
+def _flush_thread(state: str, frame: str, name: str = "GroupCommitService") -> str:
+    return (f'"{name}" #38 prio=5 os_prio=0 cpu=1741.90ms elapsed=36.23s tid=0x00007f03e86fee20 nid=0x87b runnable\n'
+            f"   java.lang.Thread.State: {state}\n\tat {frame}\n"
+            "\tat org.apache.rocketmq.store.MappedFile.flush(MappedFile.java:287)\n\n")
+
+
+def test_only_a_flush_thread_in_msync_names_a_slow_disk(tmp_path):
+    """A jstack of the master: the flush thread parked between flushes is healthy; RUNNABLE in msync (JDK 17's
+    MappedMemoryUtils.force0, JDK 8's MappedByteBuffer.force0, FileChannel.force) is the flush under way, which on a
+    slow disk is where every dump finds it (the real 4.9.1 throttled to 1 MiB/s: 20 of 22 dumps)."""
+    dump = tmp_path / "jstack.txt"
+    parked = _flush_thread("TIMED_WAITING (parking)", "jdk.internal.misc.Unsafe.park(java.base@17.0.15/Native Method)")
+    dump.write_text("2026-11-27 10:40:45\nFull thread dump OpenJDK 64-Bit Server VM:\n\n" + parked)
+    assert rank(scan([str(dump)])[0]) == []
+    dump.write_text(parked + _flush_thread("RUNNABLE", "java.nio.MappedMemoryUtils.force0(Native Method)")
+                    + _flush_thread("RUNNABLE", "java.nio.MappedByteBuffer.force0(Native Method)",
+                                    "FlushRealTimeService")
+                    + _flush_thread("RUNNABLE", "java.nio.MappedMemoryUtils.force0(Native Method)",
+                                    "broker-a_GroupCommitService")  # 5.x in a broker container
+                    + _flush_thread("RUNNABLE", "java.nio.MappedMemoryUtils.force0(Native Method)",
+                                    "ReputMessageService"))  # not a commitlog flush thread
+    findings = rank(scan([str(dump)])[0])
+    assert [f.mechanism.id for f in findings] == ["store-flush-slow"]
+    assert findings[0].counts == {"flush_thread_in_force": 3}
+
+
+def test_a_gc_pause_names_swapping_only_when_long_and_mostly_in_the_kernel(tmp_path):
+    """GC pauses' CPU times, JDK 17's unified log and JDK 8's PrintGCDetails (also with a decimal comma): a pause of
+    50 ms or more whose kernel time exceeds its user time is the broker faulting its pages back from swap (the real
+    4.9.1 in master-swapping: Sys 0.08-0.12 s against User 0.02-0.03 s); short pauses and busy ones are not."""
+    gc = tmp_path / "rmq_broker_gc.log"
+    healthy = ("[2026-11-27T10:43:16.175+0000][gc,cpu      ] GC(3) User=0.01s Sys=0.02s Real=0.02s\n"
+               "[2026-11-27T10:43:17.175+0000][gc,cpu      ] GC(4) User=0.40s Sys=0.10s Real=0.30s\n"
+               "2026-11-27T10:43:18.100+0800: [GC pause (G1 Evacuation Pause) (young) [Times: user=0.01 sys=0.00, "
+               "real=0.01 secs]\n")
+    gc.write_text(healthy)
+    assert rank(scan([str(gc)])[0]) == []
+    gc.write_text(healthy + "[2026-11-27T10:43:24.223+0000][gc,cpu      ] GC(5) User=0.03s Sys=0.08s Real=0.11s\n"
+                  "2026-11-27T10:43:25.100+0800: [GC pause (G1 Evacuation Pause) (young) [Times: user=0.02 sys=0.15, "
+                  "real=0.18 secs]\n"
+                  "2026-11-27T10:43:26.100+0800: [GC pause (G1 Evacuation Pause) (young) [Times: user=0,02 sys=0,15, "
+                  "real=0,18 secs]\n")
+    findings = rank(scan([str(gc)])[0])
+    assert [f.mechanism.id for f in findings] == ["broker-swapping"]
+    assert findings[0].counts == {"gc_pause_in_kernel": 3}
+
+
+def test_an_async_flush_broker_conf_is_reproduced_by_the_async_scenario():
+    """The late acknowledgements of master-disk-throttle are SYNC_FLUSH's: a broker.conf with ASYNC_FLUSH is
+    reproduced by master-disk-throttle-async, whose expectations say what an ASYNC_FLUSH master does instead."""
+    from harness.diagnose.mechanisms import BY_ID
+
+    mech = BY_ID["store-flush-slow"]
+    assert mech.scenario_for({"flushDiskType": "SYNC_FLUSH"}) == ("master-disk-throttle", None)
+    assert mech.scenario_for({})[0] == "master-disk-throttle"
+    assert mech.scenario_for({"flushDiskType": "ASYNC_FLUSH"})[0] == "master-disk-throttle-async"
