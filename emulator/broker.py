@@ -8,7 +8,7 @@ import logging
 import os
 import sys
 
-from emulator import logs, safepoint
+from emulator import logs, safepoint, thread_dump
 from emulator.allocator import exec_jvm_like, pretouch_heap
 from emulator.autoswitch.checkpoint_file import JavaStartFailure
 from emulator.config.broker_config import BrokerConfig, ConfigError
@@ -37,6 +37,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"rmq-broker: cannot read {args.config}: {e.strerror}", file=sys.stderr)
         return 2
     safepoint.open_log(logs.setup((logs.BROKER, logs.STORE)))
+    thread_dump.answer_sigquit()  # before the broker starts: SIGQUIT would otherwise end the process
     for key, value in config.unknown.items():
         logs.broker_log.warning("unknown property %s=%s ignored (not a RocketMQ %s broker property)", key, value,
                                 profile.release)

@@ -25,7 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from harness import run_end, run_ids
+from harness.collectors.thread_dumps import for_backend as thread_dumps_of
 from harness.faultdriver import FaultDriver
+from harness.node_exits import exited, node_exits
 from harness.progress import RunProgress
 from harness.readback import describe, incomplete_queues
 from harness.rundir import RunDir
@@ -170,7 +172,7 @@ class Runner:
                 stage.consumers.watch(lambda error, at: watch.fail("consumers", error, at),
                                       lambda worker: driver.acts_on(worker))
             stage.load = self._start_load(rd, backend)
-            self._phases(rd, driver, stage, progress)
+            self._phases(rd, driver, stage, progress, thread_dumps_of(backend, rd.event))
             self._stop_load(rd, stage)
             if stage.consumers is not None:
                 stage.consumers.drain()
@@ -196,7 +198,7 @@ class Runner:
                 progress.step(f"run failed: {error}", "red")
             else:
                 error = f"{type(err).__name__}: {err}"
-                exits = _node_exits(rd, backend)
+                exits = node_exits(rd, backend)
                 if exits:
                     error += f" ({'; '.join(exits)})"
                 progress.step(f"run failed: {error}", "red")
@@ -234,7 +236,7 @@ class Runner:
                  users=sum(c.users or 0 for c in self.scenario.load.clients))
         return load
 
-    def _phases(self, rd: RunDir, driver: FaultDriver, stage: _Stage, progress: RunProgress) -> None:
+    def _phases(self, rd: RunDir, driver: FaultDriver, stage: _Stage, progress: RunProgress, dumps: Any) -> None:
         windows = build_timeline(self.scenario)
         clock = Clock()
         total = windows[-1].end_s
@@ -252,6 +254,8 @@ class Runner:
 
             def tick(w=w) -> None:
                 now = clock.now()
+                if dumps is not None:
+                    dumps.tick(w, now)
                 stats = _stats(stage.load)
                 if w.search is None:  # a search's steps say how far the load got behind
                     self._warn_schedule(w.name, stats, progress)
@@ -343,7 +347,7 @@ class Runner:
                       + (f"; {len(incomplete)} queue(s) not read completely" if incomplete else ""),
                       "yellow" if incomplete else "")
         nodes = getattr(backend, "nodes", {})
-        dead = sorted(n for n in {q["node"] for q in incomplete} if n in nodes and _exited(nodes[n]))
+        dead = sorted(n for n in {q["node"] for q in incomplete} if n in nodes and exited(nodes[n]))
         if dead:
             first = next(q for q in incomplete if q["node"] == dead[0])
             raise RuntimeError(f"read-back: {', '.join(dead)} not running ({first['error']}: {first['remark']})")
@@ -474,27 +478,3 @@ def _summary(report: Any) -> str:
     if report.failed:
         text += f"; {len(report.failed)} failed: {report.failed[0].get('error')}"
     return text
-
-
-def _exited(node: Any) -> bool:
-    """The node's process ended other than through the harness's stop (never raises)."""
-    try:
-        return bool(node.exit_status())
-    except Exception:  # noqa: BLE001 - a diagnostic must not hide the run's own error
-        return False
-
-
-def _node_exits(rd: RunDir, backend: Any) -> list[str]:
-    """Nodes whose process ended other than through the harness's stop (a crash, the OOM killer, a `kill` fault):
-    one `node_exit` event each, and words for the run's error, so a failed read-back says which broker died."""
-    found = []
-    for name, node in getattr(backend, "nodes", {}).items():
-        try:
-            status = node.exit_status()
-            if not status:
-                continue
-            rd.event("node_exit", node=name, status=status, log=getattr(node, "log_path", None))
-        except Exception:  # noqa: BLE001 - a diagnostic must not hide the run's own error
-            continue
-        found.append(f"{name} {status}")
-    return found

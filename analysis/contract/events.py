@@ -31,13 +31,14 @@ EVENT_ROLES = "roles"  # controller mode: master, master_epoch, sync_state_set, 
 EVENT_SEARCH_START = "search_start"  # phase, start_rate, step_s, hold, factor, max_rate, bounds
 EVENT_SEARCH_STEP = "search_step"  # phase, step, rate, start_ns, end_ns, live, within, exceeded, next_rate
 EVENT_SEARCH_END = "search_end"  # phase, steps, sustainable_rate (live), hold
+EVENT_THREAD_DUMP = "thread_dump"  # phase, nodes (node -> pids sent SIGQUIT)
 EVENTS: tuple[str, ...] = (
     EVENT_RUN_START, EVENT_RUN_END, EVENT_CLUSTER_UP, EVENT_CLUSTER_READY, EVENT_CLUSTER_DOWN,
     EVENT_PHASE_START, EVENT_PHASE_END, EVENT_FAULT, EVENT_READBACK_START, EVENT_READBACK_END,
     EVENT_LOAD_START, EVENT_LOAD_STOP, EVENT_NODE_EXIT, EVENT_CONSUMERS_START, EVENT_CONSUMERS_DRAIN,
     EVENT_CONSUMERS_STOP, EVENT_CONSUMERS_BEHIND, EVENT_HARNESS_FAILED, EVENT_RUN_INTERRUPTED, EVENT_HOST_CLOCK,
     EVENT_ROLES,
-    EVENT_SEARCH_START, EVENT_SEARCH_STEP, EVENT_SEARCH_END,
+    EVENT_SEARCH_START, EVENT_SEARCH_STEP, EVENT_SEARCH_END, EVENT_THREAD_DUMP,
 )
 
 FAULT_ACTIONS = ("apply", "verify", "revert", "step")

@@ -7,6 +7,7 @@ import os
 
 from emulator.logs import store_log
 from emulator.store.native import Mapping
+from emulator.thread_dump import FILE_FORCE_FRAME, MSYNC_FRAME, native_call
 
 
 def offset_to_name(offset: int) -> str:
@@ -91,7 +92,9 @@ class MappedFile:
         """Force what is readable to disk; returns the flushed position."""
         target = self.read_position
         if target > self.flushed:
-            os.fdatasync(self.fd)
+            # the JVM: FileChannel.force for a file written through a transient-pool buffer, else MappedByteBuffer.force
+            with native_call(FILE_FORCE_FRAME if self.write_buffer is not None else MSYNC_FRAME):
+                os.fdatasync(self.fd)
             self.flushed = target
         return self.flushed
 

@@ -1,7 +1,7 @@
 """Make a corpus excerpt from a run directory's `logs/`: `python -m tests.diagnose.excerpt RUN_DIR NAME`.
 
 Keeps, per log file, its first HEAD_LINES lines and at most PER_FINGERPRINT lines of each fingerprint (in file
-order), and the node's broker.conf whole; files with nothing kept are left out. The excerpt is our run's own output
+order; of a commitlog flush thread in a thread dump, its whole stanza), and the node's broker.conf whole; files with nothing kept are left out. The excerpt is our run's own output
 (never a RocketMQ build), small enough to commit; `tests/diagnose/corpus/README.md` lists where each came from.
 """
 from __future__ import annotations
@@ -9,23 +9,29 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from harness.diagnose.fingerprints import FINGERPRINTS, GC_CPU, JSTACK_CONSUME_THREAD, PAGECACHERT
+from harness.diagnose.fingerprints import FINGERPRINTS, GC_CPU, JSTACK_CONSUME_THREAD, JSTACK_FLUSH_THREADS, PAGECACHERT
 
 HEAD_LINES = 3
 PER_FINGERPRINT = 12
 CORPUS = Path(__file__).resolve().parent / "corpus"
 ANCHORS = [(a, f.id) for f in FINGERPRINTS for a in f.anchors] + [(PAGECACHERT, "pagecache"),
                                                                   (JSTACK_CONSUME_THREAD, "jstack"),
-                                                                  *((a, "gc_cpu") for a in GC_CPU)]
+                                                                  *((a, "gc_cpu") for a in GC_CPU),
+                                                                  *((a, "flush_thread") for a in JSTACK_FLUSH_THREADS)]
 
 
 def excerpt(src: Path) -> bytes:
-    kept, per = [], {}
+    kept, per, in_stanza = [], {}, False
     for n, line in enumerate(src.read_bytes().splitlines(keepends=True)):
+        if in_stanza:
+            kept.append(line)
+            in_stanza = bool(line.strip())
+            continue
         hit = next((fid for a, fid in ANCHORS if a in line), None)
         if hit and per.get(hit, 0) < PER_FINGERPRINT:
             per[hit] = per.get(hit, 0) + 1
             kept.append(line)
+            in_stanza = hit == "flush_thread"
         elif n < HEAD_LINES:
             kept.append(line)
     return b"".join(kept) if per else b""

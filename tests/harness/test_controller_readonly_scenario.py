@@ -5,8 +5,9 @@ back as the error aborted the journal (the real 5.3.0's two runs on a quiet mach
 file is empty on disk, 5.3.0 exits with 255 on `NumberFormatException: Cannot parse null string` and the run ends
 "failed" at the revert, which it then replays from the journal once the cluster is down (`faults.cleanup.settle`);
 when it had (a clean-clone test run on a busy machine), the slave starts and the run completes. Either way nothing
-of the run is left, not even an open journal entry; and `rmq-chaos diagnose` names its logs in-sync-replica-dropped
-(the master's SyncStateSet shrink and the slave's read-only store), not the 4.x stalled slave. Without the report:
+of the run is left, not even an open journal entry; the brokers' thread dumps taken while the fault is on are in their
+stdout.log; and `rmq-chaos diagnose` names its logs in-sync-replica-dropped (the master's SyncStateSet shrink and the
+slave's read-only store), not the 4.x stalled slave. Without the report:
 about 40 s."""
 from __future__ import annotations
 
@@ -54,6 +55,11 @@ def test_the_outage_is_invisible_and_the_slave_cannot_restart(tmp_path: Path) ->
         settled = [e for e in ev if e["event"] == "cleanup"]
         assert [(e["entry"]["kind"], e["status"]) for e in settled] == [("fault:readonly_fs", "ok")], settled
         assert "java.lang.NumberFormatException: Cannot parse null string" in stdout
+    # a quarter, half and three quarters into the faulted phase each broker's process printed a thread dump
+    dumps = [e for e in ev if e["event"] == "thread_dump"]
+    assert [d["phase"] for d in dumps] == ["readonly"] * 3 and all(d["nodes"]["broker-0"] for d in dumps), dumps
+    master_out = (run_dir / "logs" / "broker-0" / "stdout.log").read_text(errors="replace")
+    assert master_out.count("Full thread dump") == 3, master_out[-2000:]
     findings = diagnosed(run_dir)
     assert [f.mechanism.id for f in findings][:1] == ["in-sync-replica-dropped"], [
         (f.mechanism.id, f.counts) for f in findings]

@@ -1,0 +1,89 @@
+"""Thread dumps of the brokers while a fault is on, as an operator takes jstacks during an incident: a quarter, half
+and three quarters into every phase with a fault, SIGQUIT to each broker's JVM (HotSpot prints the dump on its
+stdout, the node's `stdout.log`, copied into `logs/<node>/` with its other logs) or to the emulator's broker process
+(`emulator.thread_dump` answers the same way). `rmq-chaos diagnose` reads them as jstack output: a commitlog flush
+thread caught in msync in most of them is a slow disk (`store-flush-slow`), which 4.9.1 logs nowhere else under
+SYNC_FLUSH. Each round is one `thread_dump` event (`phase`, `nodes`: node -> pids signalled).
+
+Only a process that answers SIGQUIT with a dump is signalled: a `java` process of the node's process tree, or the
+emulator's `emulator.broker`, and only while it catches SIGQUIT (`SigCgt` in /proc/<pid>/status): a shell between
+the harness and the JVM, a JVM started with -Xrs, or a broker process still starting would be ended by it. Local
+backend only:
+the ssh backend's nodes are processes of other hosts, the compose backend's print into the containers' logs.
+"""
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Callable
+from typing import Any
+
+import psutil
+
+DUMP_AT = (0.25, 0.5, 0.75)
+"""When in a phase with a fault, as shares of its length: three dumps seconds apart, as an operator takes them."""
+NOT_BROKERS = ("namesrv", "controller")
+
+
+def answering_pids(root_pids: list[int]) -> list[int]:
+    """The processes of these trees that print a thread dump on SIGQUIT: JVMs and the emulator's broker."""
+    found = []
+    for pid in root_pids:
+        try:
+            root = psutil.Process(pid)
+            tree = [root, *root.children(recursive=True)]
+        except psutil.Error:
+            continue
+        for proc in tree:
+            try:
+                if (proc.name() == "java" or "emulator.broker" in proc.cmdline()) and catches_sigquit(proc.pid):
+                    found.append(proc.pid)
+            except psutil.Error:
+                continue
+    return found
+
+
+def catches_sigquit(pid: int) -> bool:
+    """The process has a handler for SIGQUIT now (its default action would end it)."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as f:
+            caught = next((line.split()[1] for line in f if line.startswith("SigCgt:")), "0")
+    except OSError:
+        return False
+    return bool(int(caught, 16) & (1 << (signal.SIGQUIT - 1)))
+
+
+class ThreadDumps:
+    """Called with the phase window and the run's clock on every tick of a phase; signals when a moment is due."""
+
+    def __init__(self, nodes: dict[str, Any], emit: Callable[..., Any]) -> None:
+        self.nodes = {name: node for name, node in nodes.items() if getattr(node, "role", name) not in NOT_BROKERS}
+        self.emit = emit
+        self._done: set[tuple[int, int]] = set()
+
+    def tick(self, window: Any, now_s: float) -> None:
+        if not window.faults:
+            return
+        due = [i for i, share in enumerate(DUMP_AT) if (window.index, i) not in self._done
+               and now_s >= window.start_s + share * window.duration_s]
+        if not due:
+            return
+        self._done.update((window.index, i) for i in due)
+        self.emit("thread_dump", phase=window.name, nodes=self.dump())
+
+    def dump(self) -> dict[str, list[int]]:
+        sent: dict[str, list[int]] = {}
+        for name, node in self.nodes.items():
+            sent[name] = []
+            for pid in answering_pids(node.pids()):
+                try:
+                    os.kill(pid, signal.SIGQUIT)
+                    sent[name].append(pid)
+                except ProcessLookupError:
+                    continue
+        return sent
+
+
+def for_backend(backend: Any, emit: Callable[..., Any]) -> ThreadDumps | None:
+    """The dumps of a run on `backend` (None: not the local backend)."""
+    return ThreadDumps(backend.nodes, emit) if backend.name == "local" else None
