@@ -13,6 +13,7 @@ from emulator.config.properties import load_properties_file
 from emulator.controllermode.config import DEFAULTS as CONTROLLER_DEFAULTS
 from emulator.controllermode.config import ControllerConfig, ControllerConfigError
 from emulator.controllermode.node import ControllerNode
+from emulator.idle_channels import IdleChannels
 from emulator.route_table import RouteTable
 from emulator.server import Channel, Processor, RemotingServer
 from emulator.stop_signal import listening, stop_on_signals
@@ -23,6 +24,8 @@ from remoting.command import RemotingCommand
 
 DEFAULT_PORT = 9876
 SCAN_INTERVAL_S = 10.0
+DEFAULT_IDLE_S = 120
+"""NettyServerConfig.serverChannelMaxIdleTimeSeconds"""
 FAQ = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
 KNOWN_KEYS = {"listenPort", "rocketmqHome", "kvConfigPath", "configStorePath", "productEnvName", "clusterTest",
               "orderMessageEnable", "serverWorkerThreads", "serverCallbackExecutorThreads", "serverSelectorThreads",
@@ -84,6 +87,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"rmq-namesrv: {args.config}: listenPort={conf.get('listenPort')!r} is not allowed; "
               "allowed values: a port number", file=sys.stderr)
         return 2
+    idle_s = conf.get("serverChannelMaxIdleTimeSeconds", str(DEFAULT_IDLE_S)).strip()
+    if not idle_s.isdigit():
+        print(f"rmq-namesrv: {args.config}: serverChannelMaxIdleTimeSeconds={idle_s!r} is not allowed; "
+              "allowed values: a number of seconds", file=sys.stderr)
+        return 2
     embedded = profile.is_5x and conf.get("enableControllerInNamesrv", "").strip().lower() == "true"
     controller = None
     if embedded:
@@ -106,6 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     server.on_close.append(lambda ch: table.channel_closed(id(ch)))
     if not listening("rmq-namesrv", f"{bind_address()}:{port}", server.start):
         return 1
+    if int(idle_s) > 0:
+        IdleChannels(server, int(idle_s), logs.namesrv_log).start()
     stop = stop_on_signals()
     logs.namesrv_log.info("The Name Server boot success. serializeType=JSON")
     print("The Name Server boot success. serializeType=JSON", flush=True)

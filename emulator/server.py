@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -56,6 +57,8 @@ class Channel:
         self.version = version
         self._lock = threading.Lock()
         self.closed = False
+        self.last_io = time.monotonic()
+        """when a frame was last read or written (Netty's IdleStateHandler: `emulator.idle_channels`)"""
 
     def __repr__(self) -> str:
         return f"[R:/{self.remote}]"
@@ -90,6 +93,7 @@ class Channel:
                 return
             try:
                 self.sock.sendall(data)
+                self.last_io = time.monotonic()
             except OSError:
                 self._close_locked()
 
@@ -191,6 +195,13 @@ class RemotingServer:
         self._stopped = threading.Event()
         self.on_close: list[Callable[[Channel], None]] = []
 
+    def channels(self) -> list[Channel]:
+        return list(self._channels)
+
+    def address(self) -> tuple[str, int]:
+        """The address listened on (the port the system chose when it was 0)."""
+        return self._listener.getsockname()[:2]  # type: ignore[union-attr]
+
     def register(self, code: int, processor: Processor, executor: BoundedExecutor | None) -> None:
         self._routes[int(code)] = _Route(processor, executor)
 
@@ -226,6 +237,7 @@ class RemotingServer:
                 data = sock.recv(RECV_SIZE)
                 if not data:
                     break
+                channel.last_io = time.monotonic()
                 for cmd in reader.feed(data):
                     VM_STATE.poll()  # the codec thread decodes and dispatches in Java code
                     if not cmd.is_response:

@@ -66,6 +66,13 @@ FINGERPRINTS: tuple[Fingerprint, ...] = (
     # without an unregister (4.9.x logs a graceful stop as "unregisterBroker, ...") or expired
     Fingerprint("namesrv_master_removed", (b"remove brokerAddr[0, ",),
                 "name server: a master left the route without unregistering (its connection closed or expired)"),
+    # Netty's idle handler on the name server closed a broker's connection silent for serverChannelMaxIdleTimeSeconds
+    # (120 s); read further by the scan: only when the route table's "the broker's channel destroyed" follows (a
+    # client's idle connection is closed the same way and names nothing). The real 4.9.1 dropped its brokers so,
+    # before its 10 s scan found them expired
+    Fingerprint("namesrv_broker_idle", (b"NETTY SERVER PIPELINE: IDLE exception",),
+                "name server: a broker's connection carried nothing for 120 s (serverChannelMaxIdleTimeSeconds) and "
+                "was closed"),
     Fingerprint("namesrv_broker_expired", (b"The broker channel expired, ",),
                 "name server: a broker sent no registration for 120 s (BROKER_CHANNEL_EXPIRED_TIME) and was dropped"),
     Fingerprint("call_timeout", (b"sendDefaultImpl call timeout",),

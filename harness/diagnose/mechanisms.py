@@ -123,13 +123,16 @@ MECHANISMS: tuple[Mechanism, ...] = (
         scenario="master-killed-consumers"),
     Mechanism(
         "brokers-expired", "the name server heard nothing from brokers for 120 s and dropped them from the routes",
-        keys=("namesrv_broker_expired",),
-        explains=("namesrv_broker_expired", "namesrv_master_removed"),
+        keys=("namesrv_broker_expired", "namesrv_broker_idle"),
+        explains=("namesrv_broker_expired", "namesrv_broker_idle", "namesrv_master_removed"),
         paragraph=(
             "Brokers register with every name server every 30 s; a name server drops a broker it has not heard from "
-            "for 120 s (BROKER_CHANNEL_EXPIRED_TIME: 'The broker channel expired', then 'remove brokerAddr[...] "
-            "..., because channel destroyed') and takes its queues out of the topics' routes. The name server's "
-            "host was cut off from the brokers (a network partition), or the brokers could not send. Clients that "
+            "for 120 s and takes its queues out of the topics' routes: its connection's idle handler closes it "
+            "first ('NETTY SERVER PIPELINE: IDLE exception' after serverChannelMaxIdleTimeSeconds, then 'the "
+            "broker's channel destroyed' and 'remove brokerAddr[...], because channel destroyed': the real 4.9.1 "
+            "did so), or its 10 s scan finds it expired (BROKER_CHANNEL_EXPIRED_TIME: 'The broker channel "
+            "expired'). The name server's host was cut off from the brokers (a network partition), or the brokers "
+            "could not send. Clients that "
             "cannot reach the name server keep the routes they hold (they refresh every 30 s), so producers go on "
             "sending to the brokers with SEND_OK; once the brokers reach the name server again they register within "
             "30 s and the routes are whole again."),

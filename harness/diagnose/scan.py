@@ -7,7 +7,7 @@ as `pagecache_slow` (a put of 500 ms or more in its minute) or `pagecache_fast` 
 `"ConsumeMessageThread_...` counts as `consume_thread_blocked` when its stanza (up to the next blank line) is
 RUNNABLE in a socket read, a flush thread's (`GroupCommitService`, `FlushRealTimeService`) when RUNNABLE in msync; a
 GC pause's CPU times count as `gc_pause_in_kernel` when it lasted 50 ms or more and spent more in the kernel than in
-the JVM; a new master counts from epoch 2 and a SyncStateSet change only when the set shrank; the
+the JVM; a name server's idle close counts when the route table drops a broker right after it; a new master counts from epoch 2 and a SyncStateSet change only when the set shrank; the
 flow-control lines are filed per group and settled after the scan. A broker.conf (`*.conf`, `*.properties`) is read
 as `key=value` lines.
 """
@@ -39,6 +39,9 @@ GC_TIMES = re.compile(r"[Uu]ser=(\d+(?:[.,]\d+)?)s? [Ss]ys=(\d+(?:[.,]\d+)?)s?,?
 GC_PAUSE_SLOW_S = 0.05
 """A young pause of a loaded broker takes a few ms to ~20 ms (the real 4.9.1 here: 4.6-17 ms, Sys 0.00 s); swapping
 made them 107-164 ms with Sys 0.08-0.12 s against User 0.02-0.03 s (docs/diagnose.md)."""
+BROKER_DESTROYED = b"the broker's channel destroyed"
+IDLE_LOOKAHEAD = 2048
+"""The real 4.9.1's name server: the idle close, `closeChannel: ...`, then the route table's lines (two lines on)."""
 CONF_SUFFIXES = (".conf", ".properties")
 MAX_CONF_BYTES = 1024 * 1024
 SLOW_FROM_BUCKET = 6
@@ -116,6 +119,8 @@ def _scan_block(block: bytes, name: str, line_base: int, first_stamp: str | None
             frames, found_id = ((SOCKET_READ_FRAMES, "consume_thread_blocked") if fid == "jstack" else
                                 (FORCE_FRAMES, "flush_thread_in_force"))
             fid = found_id if b"State: RUNNABLE" in stanza and any(f in stanza for f in frames) else None
+        elif fid == "namesrv_broker_idle":  # a broker's connection only when the route table drops it next
+            fid = fid if block.find(BROKER_DESTROYED, pos, pos + IDLE_LOOKAHEAD) >= 0 else None
         elif fid == "gc_cpu":
             fid = "gc_pause_in_kernel" if _pause_in_kernel(text) else None
         elif fid == "controller_new_master":  # epoch 1 is the cluster's first election, at its start

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from harness.diagnose.fingerprints import FINGERPRINTS, GC_CPU, JSTACK_CONSUME_THREAD, JSTACK_FLUSH_THREADS, PAGECACHERT
+from harness.diagnose.scan import BROKER_DESTROYED
 
 HEAD_LINES = 3
 PER_FINGERPRINT = 12
@@ -17,7 +18,8 @@ CORPUS = Path(__file__).resolve().parent / "corpus"
 ANCHORS = [(a, f.id) for f in FINGERPRINTS for a in f.anchors] + [(PAGECACHERT, "pagecache"),
                                                                   (JSTACK_CONSUME_THREAD, "jstack"),
                                                                   *((a, "gc_cpu") for a in GC_CPU),
-                                                                  *((a, "flush_thread") for a in JSTACK_FLUSH_THREADS)]
+                                                                  *((a, "flush_thread") for a in JSTACK_FLUSH_THREADS),
+                                                                  (BROKER_DESTROYED, "destroyed")]
 
 
 def excerpt(src: Path) -> bytes:

@@ -31,10 +31,14 @@ EXPECTED = {
     "master-disk-throttle": "store-flush-slow",
     "master-disk-throttle-async": "store-flush-slow",
     "master-swapping": "broker-swapping",
+    "master-slave-partition": "slave-dropped",
+    "namesrv-partition": "brokers-expired",
 }
-ALONE = ("slave-frozen", "master-killed-consumers", "slave-readonly-controller")
+ALONE = ("slave-frozen", "master-killed-consumers", "slave-readonly-controller", "master-slave-partition",
+         "namesrv-partition")
 """Cases whose other candidate (a stalled slave, keyed by the master's transfer timeouts or the slave's read-only
-store) is the first finding's echo: left out (`harness.diagnose.ranking`)."""
+store; a dead master, keyed by the name server's removal of brokerId 0 after an idle close) is the first finding's
+echo: left out (`harness.diagnose.ranking`)."""
 SCENARIO = {"slave-readonly-fallbehind-1m": "slave-readonly-fallbehind-1m",
             "master-disk-throttle-async": "master-disk-throttle-async"}
 """Cases whose written reproduction starts from another shipped scenario than the mechanism's own (its broker.conf
@@ -311,3 +315,27 @@ def test_an_async_flush_broker_conf_is_reproduced_by_the_async_scenario():
     assert mech.scenario_for({"flushDiskType": "SYNC_FLUSH"}) == ("master-disk-throttle", None)
     assert mech.scenario_for({})[0] == "master-disk-throttle"
     assert mech.scenario_for({"flushDiskType": "ASYNC_FLUSH"})[0] == "master-disk-throttle-async"
+
+
+def test_a_name_servers_idle_close_names_expiry_only_for_a_broker(tmp_path):
+    """The real 4.9.1 name server cut off from its brokers closed their connections at 120 s of silence (Netty's idle
+    handler) and dropped them from the routes as channels destroyed, before its scan found them expired: that is the
+    brokers' expiry, not a dead master. A client's idle connection is closed the same way and names nothing."""
+    log = tmp_path / "namesrv.log"
+    client = ("2026-11-27 19:31:41 WARN NettyServerCodecThread_3 - NETTY SERVER PIPELINE: IDLE exception "
+              "[10.165.0.13:40182]\n"
+              "2026-11-27 19:31:41 INFO NettyServerNIOSelector_3_1 - closeChannel: close the connection to remote "
+              "address[10.165.0.13:40182] result: true\n")
+    log.write_text(client)
+    assert rank(scan([str(log)])[0]) == []
+    log.write_text(
+        "2026-11-27 19:31:37 WARN NettyServerCodecThread_2 - NETTY SERVER PIPELINE: IDLE exception [10.165.0.11:40342]\n"
+        "2026-11-27 19:31:37 INFO NettyServerNIOSelector_3_2 - closeChannel: close the connection to remote "
+        "address[10.165.0.11:40342] result: true\n"
+        "2026-11-27 19:31:37 INFO NettyEventExecutor - the broker's channel destroyed, 10.165.0.11:29475, clean it's "
+        "data structure at once\n"
+        "2026-11-27 19:31:37 INFO NettyEventExecutor - remove brokerAddr[0, 10.165.0.11:29475] from brokerAddrTable, "
+        "because channel destroyed\n" + client)
+    findings = rank(scan([str(log)])[0])
+    assert [f.mechanism.id for f in findings] == ["brokers-expired"], [(f.mechanism.id, f.counts) for f in findings]
+    assert findings[0].counts == {"namesrv_broker_idle": 1, "namesrv_master_removed": 1}
