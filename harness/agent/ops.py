@@ -90,6 +90,13 @@ def node_status(agent: Any, msg: dict[str, Any]) -> dict[str, Any]:
             "started_pids": list(hosted.node.started_pids)}
 
 
+def node_thread_dump(agent: Any, msg: dict[str, Any]) -> dict[str, Any]:
+    """SIGQUIT to the node's processes that answer it with a thread dump (`harness.collectors.thread_dumps`)."""
+    from harness.collectors.thread_dumps import signal_dump
+
+    return {"pids": signal_dump(_node(agent, msg).node.pids())}
+
+
 def node_destroy(agent: Any, msg: dict[str, Any]) -> dict[str, Any]:
     """Stop the node, settle the faults on it whose revert failed, then its store and cgroups; every step tried, the
     errors returned."""
@@ -236,5 +243,5 @@ def cleanup(agent: Any, msg: dict[str, Any]) -> dict[str, Any]:
 
 
 OPS = {f.__name__: f for f in (hello, clock, ports, node_create, node_start, node_stop, node_ready, node_status,
-                               node_destroy, fault_apply, fault_verify, fault_revert, sink_start, sink_stop, sample,
+                               node_thread_dump, node_destroy, fault_apply, fault_verify, fault_revert, sink_start, sink_stop, sample,
                                load_workers, load_status, load_end, cleanup)}

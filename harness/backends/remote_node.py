@@ -88,6 +88,10 @@ class RemoteNode(BrokerChecks):
         except Exception:  # noqa: BLE001 - a diagnostic must not raise
             return []
 
+    def thread_dump(self) -> list[int]:
+        """Have the host's agent send SIGQUIT to this node's dumping processes; the pids it signalled."""
+        return list(self.agent.call("node_thread_dump", node=self.name, timeout_s=15).get("pids") or [])
+
     def fault_runner(self, spec: Any, emit: Any) -> RemoteFault:
         return RemoteFault(self, spec, dict(self.fault_extras))
 

@@ -7,9 +7,9 @@ SYNC_FLUSH. Each round is one `thread_dump` event (`phase`, `nodes`: node -> pid
 
 Only a process that answers SIGQUIT with a dump is signalled: a `java` process of the node's process tree, or the
 emulator's `emulator.broker`, and only while it catches SIGQUIT (`SigCgt` in /proc/<pid>/status): a shell between
-the harness and the JVM, a JVM started with -Xrs, or a broker process still starting would be ended by it. Local
-backend only:
-the ssh backend's nodes are processes of other hosts, the compose backend's print into the containers' logs.
+the harness and the JVM, a JVM started with -Xrs, or a broker process still starting would be ended by it. On the
+ssh backend the host's agent signals its nodes (op `node_thread_dump`); the compose backend's brokers would print
+into the containers' logs, so it takes none.
 """
 from __future__ import annotations
 
@@ -74,16 +74,25 @@ class ThreadDumps:
     def dump(self) -> dict[str, list[int]]:
         sent: dict[str, list[int]] = {}
         for name, node in self.nodes.items():
-            sent[name] = []
-            for pid in answering_pids(node.pids()):
-                try:
-                    os.kill(pid, signal.SIGQUIT)
-                    sent[name].append(pid)
-                except ProcessLookupError:
-                    continue
+            try:  # a node on another host: its host's agent signals it
+                sent[name] = node.thread_dump() if hasattr(node, "thread_dump") else signal_dump(node.pids())
+            except Exception:  # noqa: BLE001 - a dump is evidence for later, never a reason to stop the run
+                sent[name] = []
         return sent
 
 
+def signal_dump(pids: list[int]) -> list[int]:
+    """SIGQUIT to the processes of these trees that answer it with a dump; the pids signalled."""
+    sent = []
+    for pid in answering_pids(pids):
+        try:
+            os.kill(pid, signal.SIGQUIT)
+            sent.append(pid)
+        except ProcessLookupError:
+            continue
+    return sent
+
+
 def for_backend(backend: Any, emit: Callable[..., Any]) -> ThreadDumps | None:
-    """The dumps of a run on `backend` (None: not the local backend)."""
-    return ThreadDumps(backend.nodes, emit) if backend.name == "local" else None
+    """The dumps of a run on `backend` (None: the compose backend, whose brokers print into the containers' logs)."""
+    return ThreadDumps(backend.nodes, emit) if backend.name in ("local", "ssh") else None

@@ -67,3 +67,25 @@ def test_rounds_in_faulted_phases_only_to_processes_that_catch_sigquit(tmp_path:
         for proc in (catcher, plain):
             proc.send_signal(signal.SIGTERM)
             proc.wait(30)
+
+
+class RemoteNode:
+    """A node on another host: its agent signals it (`RemoteNode.thread_dump`), or cannot be reached."""
+
+    role = "master"
+
+    def __init__(self, answer: list[int] | None) -> None:
+        self.answer = answer
+
+    def thread_dump(self) -> list[int]:
+        if self.answer is None:
+            raise ConnectionError("agent channel closed")
+        return self.answer
+
+
+def test_a_node_on_another_host_is_dumped_by_its_agent_and_a_lost_agent_stops_nothing() -> None:
+    events: list[tuple[str, dict]] = []
+    dumps = ThreadDumps({"master": RemoteNode([4242]), "slave": RemoteNode(None)},
+                        lambda name, **extra: events.append((name, extra)))
+    dumps.tick(Window(0, "partitioned", 0.0, 8.0, ["cut"]), 2.0)
+    assert events == [("thread_dump", {"phase": "partitioned", "nodes": {"master": [4242], "slave": []}})]

@@ -23,6 +23,14 @@ def _partition_held(run_dir: Path) -> None:
     assert {(e["action"], e["status"]) for e in ev} >= {("apply", "ok"), ("verify", "ok"), ("revert", "ok")}, ev
 
 
+def _dumped_while_cut(run_dir: Path) -> None:
+    """Each broker's host agent had it print a thread dump three times in the partitioned phase."""
+    dumps = [e for e in events(run_dir) if e["event"] == "thread_dump"]
+    assert len(dumps) == 3 and all(d["nodes"]["master"] and d["nodes"]["slave"] for d in dumps), dumps
+    out = (run_dir / "logs" / "master" / "stdout.log").read_text(errors="replace")
+    assert out.count("Full thread dump") == 3, out[-2000:]
+
+
 @pytest.mark.long
 @pytest.mark.timeout(RUN_TIMEOUT_S + 300)
 @pytest.mark.parametrize(("scenario", "mechanism"), [
@@ -35,5 +43,6 @@ def test_a_partition_scenario_holds_on_hosts(cluster, scenario: str, mechanism: 
     assert code == 0, err[-3000:]
     assert_hosts_used(run_dir)
     _partition_held(run_dir)
+    _dumped_while_cut(run_dir)
     findings = diagnosed(run_dir)
     assert findings and findings[0].mechanism.id == mechanism, [(f.mechanism.id, f.counts) for f in findings]
