@@ -45,13 +45,13 @@ def native_call(frame: str) -> Iterator[None]:
 
 def _stanza(thread: threading.Thread, frame: FrameType | None) -> str:
     native = _native.get(thread.ident or 0)
+    waiting = not native and frame is not None and frame.f_code.co_name in WAITING_FUNCTIONS
     lines = [f'"{thread.name}" #{thread.native_id or 0}{" daemon" if thread.daemon else ""} prio=5 '
-             f"tid=0x{thread.ident or 0:016x} nid=0x{thread.native_id or 0:x} {'runnable' if native else 'waiting'}"]
+             f"tid=0x{thread.ident or 0:016x} nid=0x{thread.native_id or 0:x} "
+             f"{'waiting on condition' if waiting else 'runnable'}",
+             f"   java.lang.Thread.State: {'TIMED_WAITING (parking)' if waiting else 'RUNNABLE'}"]
     if native:
-        lines += ["   java.lang.Thread.State: RUNNABLE", f"\tat {native}"]
-    else:
-        waiting = frame is not None and frame.f_code.co_name in WAITING_FUNCTIONS
-        lines.append(f"   java.lang.Thread.State: {'TIMED_WAITING (parking)' if waiting else 'RUNNABLE'}")
+        lines.append(f"\tat {native}")
     depth = 0
     while frame is not None and depth < MAX_FRAMES:
         code = frame.f_code
