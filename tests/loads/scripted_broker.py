@@ -55,7 +55,7 @@ class ScriptedBroker:
         self.sends = 0
         self.other_requests: dict[int, int] = {}
         self.stalls: list[tuple[int, int]] = []  # (start_ns, end_ns) as scheduled
-        self._stall_until_ns = 0
+        self._stall_from_ns = self._stall_until_ns = 0
         self._offsets = [0] * QUEUES
         self._commitlog = 0
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -106,7 +106,7 @@ class ScriptedBroker:
         """Hold every send response from now for `seconds`; returns the stall's (start_ns, end_ns)."""
         start = time.time_ns()
         end = start + int(seconds * NS_PER_S)
-        self._stall_until_ns = end
+        self._stall_from_ns, self._stall_until_ns = start, end
         self.stalls.append((start, end))
         return start, end
 
@@ -157,8 +157,10 @@ class ScriptedBroker:
         return make_response(cmd, self.send_code, self.send_remark, fields)
 
     def hold_until(self, now_ns: int) -> int:
-        """When a send arriving at `now_ns` may be answered (now, or the end of a stall)."""
-        return self._stall_until_ns if now_ns < self._stall_until_ns else now_ns
+        """When a send arriving at `now_ns` may be answered (now, or the end of a stall it arrived in). A send that
+        arrived before the stall began is answered even when its answer is written after: its user sends again, and
+        that send is the one held (a test counting the sends received since the stall's start sees every user)."""
+        return self._stall_until_ns if self._stall_from_ns <= now_ns < self._stall_until_ns else now_ns
 
 
 class _Protocol(asyncio.Protocol):
