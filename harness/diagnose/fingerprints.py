@@ -22,6 +22,8 @@ class Fingerprint:
     id: str
     anchors: tuple[bytes, ...]
     what: str
+    sampled: bool = False
+    """Read from a thread dump: where a thread was at one moment, not an event a log recorded (ranks after those)."""
 
 
 FINGERPRINTS: tuple[Fingerprint, ...] = (
@@ -99,7 +101,8 @@ FINGERPRINTS: tuple[Fingerprint, ...] = (
     Fingerprint("flush_costs", (b"Flush data to disk costs ",),
                 "master: one asynchronous flush of the commitlog to disk took over 500 ms (store.log)"),
     Fingerprint("flush_thread_in_force", (),
-                "jstack: the commitlog's flush thread (GroupCommitService, FlushRealTimeService) RUNNABLE in msync"),
+                "jstack: the commitlog's flush thread (GroupCommitService, FlushRealTimeService) RUNNABLE in msync",
+                sampled=True),
     Fingerprint("gc_pause_in_kernel", (),
                 "GC log: a pause of 50 ms or more that spent more CPU time in the kernel than in the JVM (page faults)"),
     Fingerprint("consumer_flow_control", (b"so do flow control",),
@@ -107,7 +110,8 @@ FINGERPRINTS: tuple[Fingerprint, ...] = (
     Fingerprint("consumer_flow_control_moving", (),
                 "client: flow control in a group whose oldest cached message kept moving: slow, not stuck"),
     Fingerprint("consume_thread_blocked", (),
-                "jstack: a ConsumeMessageThread_ RUNNABLE in a socket read (a listener's call without a timeout)"),
+                "jstack: a ConsumeMessageThread_ RUNNABLE in a socket read (a listener's call without a timeout)",
+                sampled=True),
 )
 BY_ID = {f.id: f for f in FINGERPRINTS}
 PAGECACHERT = b"[PAGECACHERT]"

@@ -132,8 +132,8 @@ MECHANISMS: tuple[Mechanism, ...] = (
             "broker's channel destroyed' and 'remove brokerAddr[...], because channel destroyed': the real 4.9.1 "
             "did so), or its 10 s scan finds it expired (BROKER_CHANNEL_EXPIRED_TIME: 'The broker channel "
             "expired'). The name server's host was cut off from the brokers (a network partition), or the brokers "
-            "could not send. Clients that "
-            "cannot reach the name server keep the routes they hold (they refresh every 30 s), so producers go on "
+            "could not send. Clients that cannot reach the name server keep the routes they hold (they refresh "
+            "every 30 s), so producers go on "
             "sending to the brokers with SEND_OK; once the brokers reach the name server again they register within "
             "30 s and the routes are whole again."),
         recommend=(

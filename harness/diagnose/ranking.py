@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.diagnose.evidence import Evidence, FileHits
+from harness.diagnose.fingerprints import FINGERPRINTS
 from harness.diagnose.mechanisms import MECHANISMS, Mechanism
 
 
@@ -22,10 +23,10 @@ class Finding:
         return self.explained / self.total if self.total else 0.0
 
 
-SAMPLED = frozenset({"flush_thread_in_force", "consume_thread_blocked"})
-"""Fingerprints read from thread dumps: where a thread was at one moment, not an event a log recorded. A flush is
-caught in msync now and then on any broker (the emulator's, on a loaded machine, in 2 of 3 dumps during a partition
-that had nothing to do with its disk), so these rank after the logged proof."""
+SAMPLED = frozenset(f.id for f in FINGERPRINTS if f.sampled)
+"""Fingerprints read from thread dumps. A flush is caught in msync now and then on any broker (the emulator's, on a
+loaded machine, in 2 of 3 dumps during a partition that had nothing to do with its disk), so these rank after the
+logged proof."""
 
 
 def rank(evidence: Evidence) -> list[Finding]:
@@ -43,7 +44,6 @@ def rank(evidence: Evidence) -> list[Finding]:
         hits = [(fid, h) for fid in mech.explains for h in evidence.hits.get(fid, {}).values()]
         findings.append(Finding(mech, sum(counts.values()), total, counts, hits))
     kinds = {f.mechanism.id: sum(1 for k in f.mechanism.keys if k in f.counts) for f in findings}
-
     own = {(f.mechanism.id, sampled): sum(n for k, n in f.counts.items() if k in f.mechanism.keys and (
         k in SAMPLED) == sampled and not any(k in g.mechanism.explains for g in findings if g is not f))
         for f in findings for sampled in (False, True)}

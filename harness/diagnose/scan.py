@@ -7,8 +7,8 @@ as `pagecache_slow` (a put of 500 ms or more in its minute) or `pagecache_fast` 
 `"ConsumeMessageThread_...` counts as `consume_thread_blocked` when its stanza (up to the next blank line) is
 RUNNABLE in a socket read, a flush thread's (`GroupCommitService`, `FlushRealTimeService`) when RUNNABLE in msync; a
 GC pause's CPU times count as `gc_pause_in_kernel` when it lasted 50 ms or more and spent more in the kernel than in
-the JVM; a name server's idle close counts when the route table drops a broker right after it; a new master counts from epoch 2 and a SyncStateSet change only when the set shrank; the
-flow-control lines are filed per group and settled after the scan. A broker.conf (`*.conf`, `*.properties`) is read
+the JVM; a name server's idle close counts when the route table drops a broker right after it; a new master counts
+from epoch 2 and a SyncStateSet change only when the set shrank; the flow-control lines are filed per group and settled after the scan. A broker.conf (`*.conf`, `*.properties`) is read
 as `key=value` lines.
 """
 from __future__ import annotations
