@@ -172,7 +172,7 @@ class Runner:
                 stage.consumers.watch(lambda error, at: watch.fail("consumers", error, at),
                                       lambda worker: driver.acts_on(worker))
             stage.load = self._start_load(rd, backend)
-            self._phases(rd, driver, stage, progress, thread_dumps_of(backend, rd.event))
+            self._phases(rd, driver, stage, progress, thread_dumps_of(backend, rd.event, rd.layout.logs))
             self._stop_load(rd, stage)
             if stage.consumers is not None:
                 stage.consumers.drain()

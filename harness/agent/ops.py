@@ -97,6 +97,15 @@ def node_thread_dump(agent: Any, msg: dict[str, Any]) -> dict[str, Any]:
     return {"pids": signal_dump(_node(agent, msg).node.pids())}
 
 
+def node_memory_status(agent: Any, msg: dict[str, Any]) -> dict[str, Any]:
+    """The memory status of the node's broker processes (`harness.collectors.memory_status`), as text."""
+    from harness.collectors.memory_status import status_text
+    from harness.collectors.thread_dumps import answering_pids
+
+    hosted = _node(agent, msg)
+    return {"text": status_text(answering_pids(hosted.node.pids()), hosted.spec.name)}
+
+
 def node_destroy(agent: Any, msg: dict[str, Any]) -> dict[str, Any]:
     """Stop the node, settle the faults on it whose revert failed, then its store and cgroups; every step tried, the
     errors returned."""
@@ -243,5 +252,6 @@ def cleanup(agent: Any, msg: dict[str, Any]) -> dict[str, Any]:
 
 
 OPS = {f.__name__: f for f in (hello, clock, ports, node_create, node_start, node_stop, node_ready, node_status,
-                               node_thread_dump, node_destroy, fault_apply, fault_verify, fault_revert, sink_start, sink_stop, sample,
-                               load_workers, load_status, load_end, cleanup)}
+                               node_thread_dump, node_memory_status, node_destroy, fault_apply, fault_verify,
+                               fault_revert, sink_start, sink_stop, sample, load_workers, load_status, load_end,
+                               cleanup)}

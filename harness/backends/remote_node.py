@@ -92,6 +92,10 @@ class RemoteNode(BrokerChecks):
         """Have the host's agent send SIGQUIT to this node's dumping processes; the pids it signalled."""
         return list(self.agent.call("node_thread_dump", node=self.name, timeout_s=15).get("pids") or [])
 
+    def memory_status(self) -> str:
+        """The `Vm*` lines of this node's broker processes, read by the host's agent (`collectors.memory_status`)."""
+        return str(self.agent.call("node_memory_status", node=self.name, timeout_s=15).get("text") or "")
+
     def fault_runner(self, spec: Any, emit: Any) -> RemoteFault:
         return RemoteFault(self, spec, dict(self.fault_extras))
 

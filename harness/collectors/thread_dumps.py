@@ -16,9 +16,12 @@ from __future__ import annotations
 import os
 import signal
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import psutil
+
+from harness.collectors import memory_status
 
 DUMP_AT = (0.25, 0.5, 0.75)
 """When in a phase with a fault, as shares of its length: three dumps seconds apart, as an operator takes them."""
@@ -56,9 +59,10 @@ def catches_sigquit(pid: int) -> bool:
 class ThreadDumps:
     """Called with the phase window and the run's clock on every tick of a phase; signals when a moment is due."""
 
-    def __init__(self, nodes: dict[str, Any], emit: Callable[..., Any]) -> None:
+    def __init__(self, nodes: dict[str, Any], emit: Callable[..., Any], logs_dir: Path | None = None) -> None:
         self.nodes = {name: node for name, node in nodes.items() if getattr(node, "role", name) not in NOT_BROKERS}
         self.emit = emit
+        self.logs_dir = logs_dir
         self._done: set[tuple[int, int]] = set()
 
     def tick(self, window: Any, now_s: float) -> None:
@@ -74,10 +78,18 @@ class ThreadDumps:
     def dump(self) -> dict[str, list[int]]:
         sent: dict[str, list[int]] = {}
         for name, node in self.nodes.items():
-            try:  # a node on another host: its host's agent signals it
-                sent[name] = node.thread_dump() if hasattr(node, "thread_dump") else signal_dump(node.pids())
+            sent[name], status = [], ""
+            try:  # a node on another host: its host's agent signals it and reads the status
+                if hasattr(node, "thread_dump"):
+                    sent[name] = node.thread_dump()
+                    status = node.memory_status() if hasattr(node, "memory_status") else ""
+                else:
+                    sent[name] = signal_dump(node.pids())
+                    status = memory_status.status_text(sent[name], name)
+                if self.logs_dir is not None:
+                    memory_status.append(self.logs_dir, name, status)
             except Exception:  # noqa: BLE001 - a dump is evidence for later, never a reason to stop the run
-                sent[name] = []
+                pass
         return sent
 
 
@@ -93,6 +105,6 @@ def signal_dump(pids: list[int]) -> list[int]:
     return sent
 
 
-def for_backend(backend: Any, emit: Callable[..., Any]) -> ThreadDumps | None:
-    """The dumps of a run on `backend` (None: the compose backend, whose brokers print into the containers' logs)."""
-    return ThreadDumps(backend.nodes, emit) if backend.name in ("local", "ssh") else None
+def for_backend(backend: Any, emit: Callable[..., Any], logs_dir: Path | None = None) -> ThreadDumps:
+    """The dumps of a run on `backend`, the memory status written under `logs_dir`."""
+    return ThreadDumps(backend.nodes, emit, logs_dir)

@@ -105,6 +105,10 @@ FINGERPRINTS: tuple[Fingerprint, ...] = (
                 sampled=True),
     Fingerprint("gc_pause_in_kernel", (),
                 "GC log: a pause of 50 ms or more that spent more CPU time in the kernel than in the JVM (page faults)"),
+    # /proc/<pid>/status of a broker process (an operator's `grep ^Vm`, the harness's logs/<node>/memory-status.log);
+    # read further by the scan: only VmSwap of PROCESS_SWAPPED_KIB or more counts
+    Fingerprint("process_swapped", (),
+                "/proc/<pid>/status: 16 MiB or more of the process in swap (VmSwap)", sampled=True),
     Fingerprint("consumer_flow_control", (b"so do flow control",),
                 "client: a process queue held too many / too old messages, pulling stopped (rocketmq_client.log)"),
     Fingerprint("consumer_flow_control_moving", (),
@@ -123,4 +127,8 @@ FORCE_FRAMES = (b"MappedMemoryUtils.force0", b"MappedByteBuffer.force0", b"FileD
 GC_CPU = (b" Sys=", b"[Times: user=")
 """A GC pause's CPU times: unified logging's `[gc,cpu] GC(4) User=0.03s Sys=0.08s Real=0.11s` (JDK 9+, -Xlog:gc*),
 JDK 8's `[Times: user=0.03 sys=0.08, real=0.11 secs]` (-XX:+PrintGCDetails)."""
+VM_SWAP = b"VmSwap:"
+PROCESS_SWAPPED_KIB = 16 * 1024
+"""A process with a few pages in swap on a host that once ran short is common and harmless; 16 MiB of a broker is
+memory it will fault back in under load (the master-swapping runs here: hundreds of MiB)."""
 SOCKET_READ_FRAMES = (b"socketRead0", b"SocketInputStream.read", b"SocketDispatcher.read", b"NioSocketImpl.read")

@@ -1,15 +1,16 @@
 """Stream files into `Evidence`: find every fingerprint's lines with substring search, block by block.
 
 Per block (whole lines, `harness.diagnose.sources.blocks`) each anchor is searched with `bytes.find`, the hits are
-put in order and numbered by counting line ends between them, and only the lines hit are decoded. Some lines
-are read further: a `[PAGECACHERT]` line is parsed with the analysis's own reader (`analysis.pagecache`) and counts
-as `pagecache_slow` (a put of 500 ms or more in its minute) or `pagecache_fast` (99 % under 10 ms); a jstack thread
+put in order and numbered by counting line ends between them, and only the lines hit are decoded. Some lines are
+read further: a `[PAGECACHERT]` line is parsed with the analysis's own reader (`analysis.pagecache`) and counts as
+`pagecache_slow` (a put of 500 ms or more in its minute) or `pagecache_fast` (99 % under 10 ms); a jstack thread
 `"ConsumeMessageThread_...` counts as `consume_thread_blocked` when its stanza (up to the next blank line) is
 RUNNABLE in a socket read, a flush thread's (`GroupCommitService`, `FlushRealTimeService`) when RUNNABLE in msync; a
 GC pause's CPU times count as `gc_pause_in_kernel` when it lasted 50 ms or more and spent more in the kernel than in
-the JVM; a name server's idle close counts when the route table drops a broker right after it; a new master counts
-from epoch 2 and a SyncStateSet change only when the set shrank; the flow-control lines are filed per group and settled after the scan. A broker.conf (`*.conf`, `*.properties`) is read
-as `key=value` lines.
+the JVM; a process status' VmSwap when 16 MiB or more, stamped by the snapshot's header line; a name server's idle
+close counts when the route table drops a broker right after it; a new master counts from epoch 2 and a SyncStateSet
+change only when the set shrank; the flow-control lines are filed per group and settled after the scan. A
+broker.conf (`*.conf`, `*.properties`) is read as `key=value` lines.
 """
 from __future__ import annotations
 
@@ -25,7 +26,9 @@ from harness.diagnose.fingerprints import (
     JSTACK_CONSUME_THREAD,
     JSTACK_FLUSH_THREADS,
     PAGECACHERT,
+    PROCESS_SWAPPED_KIB,
     SOCKET_READ_FRAMES,
+    VM_SWAP,
 )
 from harness.diagnose.sources import SkipFile, Skipped, blocks, walk
 
@@ -35,6 +38,9 @@ GROUP = re.compile(r"consumerGroup=([^,\s\]]+)")
 NEW_MASTER_EPOCH = re.compile(r"newMasterEpoch:(\d+)")
 SYNC_STATE_SETS = re.compile(r"SyncStateSet changed from \[([^\]]*)\] to \[([^\]]*)\]")
 FLOW_QUEUE = re.compile(r"minOffset=(\d+).*?consumerGroup=([^,\s\]]+).*?brokerName=([^,\s\]]+), queueId=(\d+)")
+VM_SWAP_KIB = re.compile(r"VmSwap:\s+(\d+)\s*kB")
+STATUS_HEADER_LOOKBACK = 4096
+"""A `/proc/<pid>/status` snapshot's stamped header is a few hundred bytes above its VmSwap line."""
 GC_TIMES = re.compile(r"[Uu]ser=(\d+(?:[.,]\d+)?)s? [Ss]ys=(\d+(?:[.,]\d+)?)s?,? [Rr]eal=(\d+(?:[.,]\d+)?)")
 GC_PAUSE_SLOW_S = 0.05
 """A young pause of a loaded broker takes a few ms to ~20 ms (the real 4.9.1 here: 4.6-17 ms, Sys 0.00 s); swapping
@@ -48,7 +54,7 @@ SLOW_FROM_BUCKET = 6
 """`[500ms~1s]` and above: a put that long held the commitlog lock well past the 200 ms a send may wait queued."""
 ANCHORS = tuple((a, f.id) for f in FINGERPRINTS for a in f.anchors)
 READ_FURTHER = ((PAGECACHERT, "pagecache"), (JSTACK_CONSUME_THREAD, "jstack"),
-                *((a, "jstack_flush") for a in JSTACK_FLUSH_THREADS), *((a, "gc_cpu") for a in GC_CPU))
+                *((a, "jstack_flush") for a in JSTACK_FLUSH_THREADS), *((a, "gc_cpu") for a in GC_CPU), (VM_SWAP, "vm_swap"))
 
 
 def scan(paths: list[str]) -> tuple[Evidence, list[Skipped]]:
@@ -123,6 +129,10 @@ def _scan_block(block: bytes, name: str, line_base: int, first_stamp: str | None
             fid = fid if block.find(BROKER_DESTROYED, pos, pos + IDLE_LOOKAHEAD) >= 0 else None
         elif fid == "gc_cpu":
             fid = "gc_pause_in_kernel" if _pause_in_kernel(text) else None
+        elif fid == "vm_swap":
+            swapped = VM_SWAP_KIB.search(text)
+            fid = "process_swapped" if swapped and int(swapped.group(1)) >= PROCESS_SWAPPED_KIB else None
+            ts = _stamp_above(block, start) or ts
         elif fid == "controller_new_master":  # epoch 1 is the cluster's first election, at its start
             epoch = NEW_MASTER_EPOCH.search(text)
             fid = fid if epoch and int(epoch.group(1)) >= 2 else None
@@ -145,6 +155,21 @@ def _pause_in_kernel(text: str) -> bool:
         return False
     user, sys_, real = (float(v.replace(",", ".")) for v in m.groups())
     return real >= GC_PAUSE_SLOW_S and sys_ > user
+
+
+def _stamp_above(block: bytes, start: int) -> str | None:
+    """The stamp of the nearest line above `start` that begins with one (a status snapshot's header)."""
+    floor = max(0, start - STATUS_HEADER_LOOKBACK)
+    end = start
+    while end > floor:
+        line_start = block.rfind(b"\n", floor, end - 1) + 1
+        m = STAMP.match(block[line_start:line_start + 40])
+        if m:
+            return m.group(1).decode()
+        if line_start <= floor:
+            return None
+        end = line_start
+    return None
 
 
 def _members(java_set: str) -> int:

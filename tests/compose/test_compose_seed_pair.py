@@ -2,8 +2,8 @@
 (slave store read-only under load on 4.9.1, default vs lowered haSlaveFallbehindMax), run with `--backend compose`
 on the locally built emulator image and, where $ROCKETMQ_HOME holds an Apache RocketMQ 4.9.1 binary distribution, on
 the JVM image built from it (skipped otherwise, as in CI), must reach the same verdicts (every expectation held) and
-show the same mechanisms; metrics come from the Docker stats API, logs from the containers; nothing may be left
-afterwards (nor the run's network namespace holder)."""
+show the same mechanisms; metrics come from the Docker stats API, logs from the containers (the brokers' thread
+dumps during the fault among them); nothing may be left afterwards (nor the run's network namespace holder)."""
 from __future__ import annotations
 
 import json
@@ -85,6 +85,13 @@ def _compose_figures(run_dir: Path, state: Path, image: str, phase_start: dict[s
     for node in ("master", "slave", "namesrv"):
         assert (run_dir / "logs" / node / "stdout.log").stat().st_size > 0, f"container logs of {node}"
     assert (run_dir / "logs" / "master" / "rocketmqlogs" / "broker.log").is_file()
+    dumps = [e for e in ev if e["event"] == "thread_dump"]
+    assert [e["phase"] for e in dumps] == ["readonly"] * 3 and all(e["nodes"]["master"] for e in dumps), dumps
+    for node in ("master", "slave"):  # the broker in the container, signalled by its pid as the host sees it
+        out = (run_dir / "logs" / node / "stdout.log").read_text(errors="replace")
+        assert out.count("Full thread dump") == 3, out[-2000:]
+        status = (run_dir / "logs" / node / "memory-status.log").read_text()
+        assert status.count("\nVmSwap:") == 3, status
     verdict = json.loads((run_dir / "report" / "verdict.json").read_text())
     assert verdict["valid"] is True and verdict["counts"]["failed"] == verdict["counts"]["unknown"] == 0, verdict
     assert_nothing_left(state, project_name(run_dir.name))

@@ -1,15 +1,24 @@
 """Make a corpus excerpt from a run directory's `logs/`: `python -m tests.diagnose.excerpt RUN_DIR NAME`.
 
 Keeps, per log file, its first HEAD_LINES lines and at most PER_FINGERPRINT lines of each fingerprint (in file
-order; of a commitlog flush thread in a thread dump, its whole stanza), and the node's broker.conf whole; files with nothing kept are left out. The excerpt is our run's own output
-(never a RocketMQ build), small enough to commit; `tests/diagnose/corpus/README.md` lists where each came from.
+order; of a commitlog flush thread in a thread dump, its whole stanza; of a memory-status snapshot, its stamped
+header and VmSwap line), and the node's broker.conf whole; files with nothing kept are left out. The excerpt is our
+run's own output (never a RocketMQ build), small enough to commit; `tests/diagnose/corpus/README.md` lists where each
+came from.
 """
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-from harness.diagnose.fingerprints import FINGERPRINTS, GC_CPU, JSTACK_CONSUME_THREAD, JSTACK_FLUSH_THREADS, PAGECACHERT
+from harness.diagnose.fingerprints import (
+    FINGERPRINTS,
+    GC_CPU,
+    JSTACK_CONSUME_THREAD,
+    JSTACK_FLUSH_THREADS,
+    PAGECACHERT,
+    VM_SWAP,
+)
 from harness.diagnose.scan import BROKER_DESTROYED
 
 HEAD_LINES = 3
@@ -19,7 +28,8 @@ ANCHORS = [(a, f.id) for f in FINGERPRINTS for a in f.anchors] + [(PAGECACHERT, 
                                                                   (JSTACK_CONSUME_THREAD, "jstack"),
                                                                   *((a, "gc_cpu") for a in GC_CPU),
                                                                   *((a, "flush_thread") for a in JSTACK_FLUSH_THREADS),
-                                                                  (BROKER_DESTROYED, "destroyed")]
+                                                                  (BROKER_DESTROYED, "destroyed"),
+                                                                  (VM_SWAP, "vm_swap"), (b"/status (", "status")]
 
 
 def excerpt(src: Path) -> bytes:

@@ -306,6 +306,22 @@ def test_a_gc_pause_names_swapping_only_when_long_and_mostly_in_the_kernel(tmp_p
     assert findings[0].counts == {"gc_pause_in_kernel": 3}
 
 
+def test_a_process_status_names_swapping_from_16_mib_in_swap_stamped_by_its_header(tmp_path):
+    """`/proc/<pid>/status` snapshots (an operator's `grep ^Vm`, the run's logs/<node>/memory-status.log): VmSwap of
+    16 MiB or more is a swapping broker, dated by the snapshot's stamped header; a few pages in swap are not."""
+    status = tmp_path / "memory-status.log"
+    little = ("2026-11-27 10:42:53,123 /proc/3461/status (java, master)\nVmRSS:\t  65168 kB\nVmSwap:\t   16383 kB\n\n"
+              "VmSwap:\t 0 kB\n")
+    status.write_text(little)
+    assert rank(scan([str(status)])[0]) == []
+    status.write_text(little + "2026-11-27 10:43:03,001 /proc/3461/status (java, master)\nVmRSS:\t   79656 kB\n"
+                      "VmSwap:\t  327060 kB\n\n")
+    evidence = scan([str(status)])[0]
+    assert [f.mechanism.id for f in rank(evidence)] == ["broker-swapping"]
+    hits = evidence.hits["process_swapped"][str(status)]
+    assert (hits.count, hits.first_line, hits.first_ts) == (1, 8, "2026-11-27 10:43:03")
+
+
 def test_an_async_flush_broker_conf_is_reproduced_by_the_async_scenario():
     """The late acknowledgements of master-disk-throttle are SYNC_FLUSH's: a broker.conf with ASYNC_FLUSH is
     reproduced by master-disk-throttle-async, whose expectations say what an ASYNC_FLUSH master does instead."""

@@ -24,11 +24,14 @@ def _partition_held(run_dir: Path) -> None:
 
 
 def _dumped_while_cut(run_dir: Path) -> None:
-    """Each broker's host agent had it print a thread dump three times in the partitioned phase."""
+    """Each broker's host agent had it print a thread dump three times in the partitioned phase, and read its memory
+    status each time (`logs/<node>/memory-status.log`, written on the control node from the agent's answer)."""
     dumps = [e for e in events(run_dir) if e["event"] == "thread_dump"]
     assert len(dumps) == 3 and all(d["nodes"]["master"] and d["nodes"]["slave"] for d in dumps), dumps
     out = (run_dir / "logs" / "master" / "stdout.log").read_text(errors="replace")
     assert out.count("Full thread dump") == 3, out[-2000:]
+    status = (run_dir / "logs" / "master" / "memory-status.log").read_text()
+    assert status.count(", master)\n") == 3 and status.count("\nVmSwap:") == 3, status
 
 
 @pytest.mark.long
