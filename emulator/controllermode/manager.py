@@ -6,6 +6,7 @@ and tell every live broker of the set the new role (NOTIFY_BROKER_ROLE_CHANGED, 
 `syncBrokerMetadataPeriod`."""
 from __future__ import annotations
 
+import itertools
 import threading
 from concurrent.futures import Future
 
@@ -13,7 +14,7 @@ from emulator.controllermode.config import ControllerConfig
 from emulator.controllermode.controller import DLedgerController
 from emulator.controllermode.decisions import ControllerResult
 from emulator.controllermode.heartbeats import BrokerHeartbeatManager
-from emulator.controllermode.javatext import java_set, java_text
+from emulator.controllermode.javatext import java_identity, remoting_command_text
 from emulator.logs import controller_log
 from remoting import fastjson
 from remoting.client import RemotingClient
@@ -36,6 +37,8 @@ class ControllerManager:
         self.heartbeats.listeners.append(self.on_broker_inactive)
         self.controller.inactive_master_listeners.append(lambda name: self.on_broker_inactive("", name, None))
         self.client = RemotingClient()
+        self._opaque = itertools.count(1)
+        """RemotingCommand's process-wide request id, which a response built in process takes as its opaque"""
 
     def start(self) -> None:
         self.controller.start()
@@ -72,8 +75,8 @@ class ControllerManager:
             result = self._wait(self.controller.append_event(
                 "electMaster", lambda: decisions.elect_master("", name, -1, False), True))
             if result is not None and result.code == ResponseCode.SUCCESS:
-                controller_log.info("Elect a new master in broker-set: %s done, result: RemotingCommand [code=0, "
-                                    "remark=null]", name)
+                controller_log.info("Elect a new master in broker-set: %s done, result: %s", name,
+                                    remoting_command_text(0, self.version, next(self._opaque)))
                 self.notify_role_changed(result)
                 return
             controller_log.error("Failed to trigger elect-master in broker-set: %s", name)
@@ -102,9 +105,7 @@ class ControllerManager:
                              daemon=True).start()
 
     def _notify(self, addr: str, header: NotifyBrokerRoleChangedRequestHeader, sync: SyncStateSet) -> None:
-        entry = java_text("RoleChangeNotifyEntry", ("masterAddress", f"'{header.masterAddress}'"),
-                          ("masterEpoch", header.masterEpoch), ("syncStateSet", java_set(sync.sync_state_set)),
-                          ("syncStateSetEpoch", header.syncStateSetEpoch), ("masterBrokerId", header.masterBrokerId))
+        entry = java_identity("org.apache.rocketmq.remoting.protocol.body.RoleChangeNotifyEntry", header)
         controller_log.info("Try notify broker %s that role changed, RoleChangeNotifyEntry:%s", addr, entry)
         request = make_request(RequestCode.NOTIFY_BROKER_ROLE_CHANGED, header.to_fields(), sync.encode(),
                                version=self.version)

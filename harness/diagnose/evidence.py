@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from harness.diagnose.elections import Elections
+
 SAMPLE_CHARS = 240
 
 
@@ -60,6 +62,7 @@ class Evidence:
     """`so do flow control` lines per group and file, until `settle_flow_control` files them."""
     flow_queues: dict[str | None, dict[tuple[str, int], list]] = field(default_factory=dict)
     """Per group and (broker, queue): [lines, (time, minOffset) earliest, (time, minOffset) latest]."""
+    elections: Elections = field(default_factory=Elections)
 
     def add(self, fid: str, path: str, line_no: int, ts: str | None, text: str) -> None:
         per_file = self.hits.setdefault(fid, {})

@@ -53,6 +53,10 @@ FINGERPRINTS: tuple[Fingerprint, ...] = (
     Fingerprint("epoch_file_unreadable", (b"EpochFileCache.initCacheFromFile(",),
                 "broker (controller mode): could not read its epoch file at start and exited"),
     # the controller's log (DefaultBrokerHeartbeatManager, ReplicasInfoManager)
+    # 5.x controller mode: a broker that became master in a failover epoch was not in the last SyncStateSet its
+    # master logged: elected from outside the set (`harness.diagnose.elections`, settled once every file is read)
+    Fingerprint("controller_unclean_master", (),
+                "broker (controller mode): became master from outside the SyncStateSet (enableElectUncleanMaster)"),
     Fingerprint("controller_broker_inactive", (b"inactive, broker ",),
                 "controller: a broker's heartbeat connection closed"),
     Fingerprint("controller_broker_expired", (b"expired, brokerInfo ",),
@@ -127,6 +131,8 @@ FORCE_FRAMES = (b"MappedMemoryUtils.force0", b"MappedByteBuffer.force0", b"FileD
 GC_CPU = (b" Sys=", b"[Times: user=")
 """A GC pause's CPU times: unified logging's `[gc,cpu] GC(4) User=0.03s Sys=0.08s Real=0.11s` (JDK 9+, -Xlog:gc*),
 JDK 8's `[Times: user=0.03 sys=0.08, real=0.11 secs]` (-XX:+PrintGCDetails)."""
+MASTER_CHANGE = b"Change broker [id:"
+"""5.x ReplicasManager.registerBrokerWhenRoleChange: a broker's id, new role and epoch (`harness.diagnose.elections`)."""
 VM_SWAP = b"VmSwap:"
 PROCESS_SWAPPED_KIB = 16 * 1024
 """A process with a few pages in swap on a host that once ran short is common and harmless; 16 MiB of a broker is

@@ -29,6 +29,8 @@ class Mechanism:
     scenario instead, whose expectations encode what the setting changes; the user's value of the key is kept."""
     scenario_if: tuple[tuple[str, str, str], ...] = ()
     """(broker.conf key, value, scenario): the same for a key set to that value (exactly: the broker's enum names)."""
+    variant: tuple[str, str] | None = None
+    """(matrix axis, variant name): the scenario's variant that is this mechanism; the reproduction keeps it alone."""
 
     def scenario_for(self, conf: dict[str, str]) -> tuple[str, str | None]:
         """The shipped scenario that reproduces this mechanism with the broker.conf `conf`, and why when it is not
@@ -304,7 +306,34 @@ MECHANISMS: tuple[Mechanism, ...] = (
         warn=(
             "turning enableElectUncleanMaster on trades the outage for loss: the elected slave lacks what the old "
             "master acknowledged alone (scenario unclean-election shows both)",),
-        scenario="unclean-election"),
+        scenario="unclean-election", variant=("unclean", "off")),
+    Mechanism(
+        "controller-unclean-election",
+        "controller mode: a broker outside the SyncStateSet was elected master, without what the old one acked alone",
+        keys=("controller_unclean_master",),
+        explains=("controller_unclean_master", "controller_new_master", "controller_elect_failed",
+                  "controller_broker_inactive", "controller_broker_expired", "syncstateset_shrunk", "ha_expired_master", "ha_new_connection",
+                  "transfer_slave_timeout"),
+        paragraph=(
+            "The master had dropped its slave from the SyncStateSet ('SyncStateSet changed from [1, 2] to [1]': the "
+            "slave fell behind for haMaxTimeSlaveNotCatchup or its HA connection closed) and acknowledged alone; "
+            "then the master was lost. With enableElectUncleanMaster=true the controller elects any live broker of "
+            "the set when none in the SyncStateSet is alive, so the out-of-sync slave became master ('Change broker "
+            "[id:2]... to SYNC_MASTER, ... newMasterEpoch:2' for a broker not in the last set): producers were back "
+            "within seconds, but what the old master acknowledged after dropping the slave is not on the new master. "
+            "When the old master returns it joins as a slave and truncates its log to the new epoch's start "
+            "('truncateOffset is ...' in its store.log): those messages are gone (unclean-election on: 343 "
+            "acknowledged sends lost on the real 5.3.0, 344 on the emulator). When the slave's first heartbeat "
+            "reaches the controller after the master's closed channel, the first try fails ('Failed to elect a new "
+            "master') and the next, 5 s later, elects it."),
+        recommend=(
+            "count what was lost: the old master acknowledged alone from its SyncStateSet shrink to its death; a "
+            "read-back of every queue on the new master against the producers' records shows which",
+            "find why the slave was out of the SyncStateSet (its disk, its network) before the master was lost"),
+        warn=(
+            "do not keep enableElectUncleanMaster=true where an acknowledged message must not be lost: with it off "
+            "the broker set waits for the old master instead (scenario unclean-election, variant off)",),
+        scenario="unclean-election", variant=("unclean", "on")),
     Mechanism(
         "controller-epoch-conflict",
         "controller mode: the master came back in its old epoch, and its slave cannot rejoin the SyncStateSet",

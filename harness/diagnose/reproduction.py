@@ -60,6 +60,9 @@ def reproduction(finding: Finding, version: str | None, conf: dict[str, str]) ->
             used[key] = value
     if used:
         broker.setdefault(section, {}).update(used)
+    if mech.variant is not None:  # the scenario's variant that is this mechanism, alone
+        axis, name = mech.variant
+        data["matrix"][axis] = [v for v in data["matrix"][axis] if str(v.get("name")) == name]
     data["name"] = f"diagnosed-{mech.id}"
     data["description"] = f"{mech.title} (RocketMQ {version}; written by rmq-chaos diagnose)"
     header = [f"Written by `rmq-chaos diagnose`: {mech.title}.",

@@ -25,6 +25,7 @@ from harness.diagnose.fingerprints import (
     GC_CPU,
     JSTACK_CONSUME_THREAD,
     JSTACK_FLUSH_THREADS,
+    MASTER_CHANGE,
     PAGECACHERT,
     PROCESS_SWAPPED_KIB,
     SOCKET_READ_FRAMES,
@@ -54,7 +55,8 @@ SLOW_FROM_BUCKET = 6
 """`[500ms~1s]` and above: a put that long held the commitlog lock well past the 200 ms a send may wait queued."""
 ANCHORS = tuple((a, f.id) for f in FINGERPRINTS for a in f.anchors)
 READ_FURTHER = ((PAGECACHERT, "pagecache"), (JSTACK_CONSUME_THREAD, "jstack"),
-                *((a, "jstack_flush") for a in JSTACK_FLUSH_THREADS), *((a, "gc_cpu") for a in GC_CPU), (VM_SWAP, "vm_swap"))
+                *((a, "jstack_flush") for a in JSTACK_FLUSH_THREADS), *((a, "gc_cpu") for a in GC_CPU), (VM_SWAP, "vm_swap"),
+                (MASTER_CHANGE, "master_change"))
 
 
 def scan(paths: list[str]) -> tuple[Evidence, list[Skipped]]:
@@ -73,6 +75,8 @@ def scan(paths: list[str]) -> tuple[Evidence, list[Skipped]]:
             if evidence.bytes_read > before:  # a truncated gzip: the part before the cut is evidence too
                 evidence.files_read += 1
     evidence.settle_flow_control()
+    for path, line_no, ts, text in evidence.elections.unclean():
+        evidence.add("controller_unclean_master", path, line_no, ts, text)
     return evidence, skipped
 
 
@@ -138,7 +142,12 @@ def _scan_block(block: bytes, name: str, line_base: int, first_stamp: str | None
             fid = fid if epoch and int(epoch.group(1)) >= 2 else None
         elif fid == "syncstateset_shrunk":  # the start's [] to [1] and a slave's return [1] to [1, 2] are no shrink
             sets = SYNC_STATE_SETS.search(text)
-            fid = fid if sets and _members(sets.group(2)) < _members(sets.group(1)) else None
+            if sets:
+                evidence.elections.set_changed(ts, _members(sets.group(1)), _members(sets.group(2)))
+            fid = fid if sets and len(_members(sets.group(2))) < len(_members(sets.group(1))) else None
+        elif fid == "master_change":
+            evidence.elections.master_changed(ts, text, name, line_no)
+            continue
         elif fid == "consumer_flow_control":
             m = FLOW_QUEUE.search(text)
             group = m.group(2) if m else next(iter(GROUP.findall(text)), None)
@@ -172,8 +181,8 @@ def _stamp_above(block: bytes, start: int) -> str | None:
     return None
 
 
-def _members(java_set: str) -> int:
-    return len([m for m in java_set.split(",") if m.strip()])
+def _members(java_set: str) -> frozenset[int]:
+    return frozenset(int(m) for m in java_set.split(",") if m.strip().isdigit())
 
 
 def _pagecache(text: str, evidence: Evidence) -> str | None:

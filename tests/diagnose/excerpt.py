@@ -16,6 +16,7 @@ from harness.diagnose.fingerprints import (
     GC_CPU,
     JSTACK_CONSUME_THREAD,
     JSTACK_FLUSH_THREADS,
+    MASTER_CHANGE,
     PAGECACHERT,
     VM_SWAP,
 )
@@ -29,7 +30,8 @@ ANCHORS = [(a, f.id) for f in FINGERPRINTS for a in f.anchors] + [(PAGECACHERT, 
                                                                   *((a, "gc_cpu") for a in GC_CPU),
                                                                   *((a, "flush_thread") for a in JSTACK_FLUSH_THREADS),
                                                                   (BROKER_DESTROYED, "destroyed"),
-                                                                  (VM_SWAP, "vm_swap"), (b"/status (", "status")]
+                                                                  (VM_SWAP, "vm_swap"), (b"/status (", "status"),
+                                                                  (MASTER_CHANGE, "master_change")]
 
 
 def excerpt(src: Path) -> bytes:

@@ -27,6 +27,7 @@ EXPECTED = {
     "master-killed-consumers": "master-lost",
     "master-killed-controller": "controller-failover",
     "unclean-election-off": "controller-no-in-sync-replica",
+    "unclean-election-on": "controller-unclean-election",
     "slave-readonly-controller": "in-sync-replica-dropped",
     "master-disk-throttle": "store-flush-slow",
     "master-disk-throttle-async": "store-flush-slow",
@@ -320,6 +321,42 @@ def test_a_process_status_names_swapping_from_16_mib_in_swap_stamped_by_its_head
     assert [f.mechanism.id for f in rank(evidence)] == ["broker-swapping"]
     hits = evidence.hits["process_swapped"][str(status)]
     assert (hits.count, hits.first_line, hits.first_ts) == (1, 8, "2026-11-27 10:43:03")
+
+
+def _role_change(ts: str, broker_id: int, role: str, epoch: int) -> str:
+    return (f"{ts} INFO ReplicasManager_ExecutorService_0 - Change broker [id:{broker_id}][address:10.0.0.{broker_id}:"
+            f"10911] to {role}, newMasterBrokerId:{broker_id}, newMasterAddress:10.0.0.{broker_id}:10911, "
+            f"newMasterEpoch:{epoch}, syncStateSetEpoch:{epoch + 2}\n")
+
+
+def test_a_master_elected_from_outside_the_syncstateset_is_an_unclean_election(tmp_path):
+    """5.x controller mode, each broker's broker.log in its own directory: broker 2 becoming master in epoch 2 after
+    the master's last set was [1] is unclean (the reproduction: unclean-election's "on" variant alone); after the set
+    grew back to [1, 2], or the old master itself elected again, it is not. The set a new master logs for itself
+    (`from [] to [2]`) and a change in the same second as the election are not the old master's report."""
+    old, new = tmp_path / "broker-0", tmp_path / "broker-1"
+    old.mkdir(), new.mkdir()
+    shrink = "2026-11-27 13:37:18 INFO AutoSwitchHAService_Executor_1 - SyncStateSet changed from [1, 2] to [1]\n"
+    grown = "2026-11-27 13:37:20 INFO AutoSwitchHAService_Executor_1 - SyncStateSet changed from [1] to [1, 2]\n"
+    own = "2026-11-27 13:37:23 INFO AdminBrokerThread_12 - SyncStateSet changed from [] to [2]\n"
+
+    def findings(old_log: str, new_log: str) -> list[str]:
+        (old / "broker.log").write_text(_role_change("2026-11-27 13:36:38", 1, "SYNC_MASTER", 1) + old_log)
+        (new / "broker.log").write_text(new_log)
+        return [f.mechanism.id for f in rank(scan([str(tmp_path)])[0])]
+
+    elected = own + _role_change("2026-11-27 13:37:23", 2, "SYNC_MASTER", 2)
+    assert findings(shrink, elected)[0] == "controller-unclean-election"
+    assert "controller-unclean-election" not in findings(shrink + grown, elected)
+    assert "controller-unclean-election" not in findings(shrink.replace("13:37:18", "13:37:23"), elected)
+    assert "controller-unclean-election" not in findings(
+        shrink + _role_change("2026-11-27 13:38:01", 1, "SYNC_MASTER", 2), "")
+    (old / "broker.log").write_text(shrink)
+    (new / "broker.log").write_text(elected)
+    first = rank(scan([str(tmp_path)])[0])[0]
+    assert first.counts["controller_unclean_master"] == 1
+    (run,) = load_scenarios(write(reproduction(first, None, {}), tmp_path / "out"))
+    assert run.name.endswith("unclean=on"), run.name
 
 
 def test_an_async_flush_broker_conf_is_reproduced_by_the_async_scenario():
