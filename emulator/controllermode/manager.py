@@ -6,7 +6,6 @@ and tell every live broker of the set the new role (NOTIFY_BROKER_ROLE_CHANGED, 
 `syncBrokerMetadataPeriod`."""
 from __future__ import annotations
 
-import itertools
 import threading
 from concurrent.futures import Future
 
@@ -19,7 +18,7 @@ from emulator.logs import controller_log
 from remoting import fastjson
 from remoting.client import RemotingClient
 from remoting.codes import RequestCode, ResponseCode
-from remoting.command import make_request
+from remoting.command import make_request, next_opaque
 from remoting.controller_bodies import SyncStateSet
 from remoting.controller_headers import NotifyBrokerRoleChangedRequestHeader
 from remoting.errors import RemotingError
@@ -37,8 +36,6 @@ class ControllerManager:
         self.heartbeats.listeners.append(self.on_broker_inactive)
         self.controller.inactive_master_listeners.append(lambda name: self.on_broker_inactive("", name, None))
         self.client = RemotingClient()
-        self._opaque = itertools.count(1)
-        """RemotingCommand's process-wide request id, which a response built in process takes as its opaque"""
 
     def start(self) -> None:
         self.controller.start()
@@ -76,7 +73,7 @@ class ControllerManager:
                 "electMaster", lambda: decisions.elect_master("", name, -1, False), True))
             if result is not None and result.code == ResponseCode.SUCCESS:
                 controller_log.info("Elect a new master in broker-set: %s done, result: %s", name,
-                                    remoting_command_text(0, self.version, next(self._opaque)))
+                                    remoting_command_text(0, self.version, next_opaque()))
                 self.notify_role_changed(result)
                 return
             controller_log.error("Failed to trigger elect-master in broker-set: %s", name)

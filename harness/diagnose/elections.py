@@ -10,40 +10,63 @@ on it. The set a new master logs for itself (`from [] to [2]`) is its own start,
 is not counted; an election in the same second as the last set change is not judged (log times are seconds).
 Neither line names the controller's choice directly: 5.3.0's `RoleChangeNotifyEntry` has no toString, and the
 controller's `Elect a new master ... result:` prints a response whose header is not yet in its fields.
+
+A broker elected cleanly within REJOIN_RACE_S of the change that took it back into the set (after it had left one)
+is apache/rocketmq#5663's moment: on 5.0.0 to 5.1.0 the master could acknowledge without it while that change was
+in flight.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from datetime import datetime
 
 MASTER_CHANGE = re.compile(r"Change broker \[id:(\d+)\]\[address:[^\]]*\] to (?:SYNC|ASYNC)_MASTER, .*?"
                            r"newMasterEpoch:(\d+)")
 FIRST_FAILOVER_EPOCH = 2
 """Epoch 1 is the cluster's first election, at its start."""
+REJOIN_RACE_S = 15
+"""haMaxTimeSlaveNotCatchup's default: a slave back in the set for less than that had only just caught up."""
 
 
 @dataclass
 class Elections:
     """The set changes and new masters of a scan, judged once every file is read (`unclean`)."""
 
-    sets: list[tuple[str, frozenset[int]]] = field(default_factory=list)
+    sets: list[tuple[str, frozenset[int], frozenset[int]]] = field(default_factory=list)
+    """(time, before, after) of each set a master logged."""
     masters: list[tuple[str, int, str, int, str]] = field(default_factory=list)
     """(time, broker id, path, line, text) of each broker that became master in a failover epoch."""
 
     def set_changed(self, ts: str | None, before: frozenset[int], after: frozenset[int]) -> None:
         if ts and before:
-            self.sets.append((ts, after))
+            self.sets.append((ts, before, after))
 
     def master_changed(self, ts: str | None, text: str, path: str, line_no: int) -> None:
         m = MASTER_CHANGE.search(text)
         if ts and m and int(m.group(2)) >= FIRST_FAILOVER_EPOCH:
             self.masters.append((ts, int(m.group(1)), path, line_no, text))
 
-    def unclean(self) -> list[tuple[str, int, str, str]]:
-        """(path, line, time, text) of each new master that was not in the set last logged before it."""
+    def judged(self) -> list[tuple[str, str, int, str, str]]:
+        """(fingerprint, path, line, time, text) of each new master judged: `controller_unclean_master` when it
+        was not in the set last logged before it, `controller_elected_after_rejoin` when that set had just taken it
+        back in."""
         found, sets = [], sorted(self.sets, key=lambda s: s[0])
         for ts, broker_id, path, line_no, text in self.masters:
-            before = [members for at, members in sets if at < ts]
-            if before and broker_id not in before[-1]:
-                found.append((path, line_no, ts, text))
+            earlier = [s for s in sets if s[0] < ts]
+            if not earlier:
+                continue
+            at, before, after = earlier[-1]
+            if broker_id not in after:
+                found.append(("controller_unclean_master", path, line_no, ts, text))
+            elif broker_id not in before and _seconds(at, ts) <= REJOIN_RACE_S and any(
+                    broker_id in b and broker_id not in a for _, b, a in earlier[:-1]):
+                found.append(("controller_elected_after_rejoin", path, line_no, ts, text))
         return found
+
+
+def _seconds(start: str, end: str) -> float:
+    try:
+        return (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
+    except ValueError:
+        return float("inf")

@@ -57,6 +57,9 @@ FINGERPRINTS: tuple[Fingerprint, ...] = (
     # master logged: elected from outside the set (`harness.diagnose.elections`, settled once every file is read)
     Fingerprint("controller_unclean_master", (),
                 "broker (controller mode): became master from outside the SyncStateSet (enableElectUncleanMaster)"),
+    # the same, for a broker elected within 15 s of being taken back into the set it had left (#5663's moment)
+    Fingerprint("controller_elected_after_rejoin", (),
+                "broker (controller mode): elected master seconds after the master took it back into the SyncStateSet"),
     Fingerprint("controller_broker_inactive", (b"inactive, broker ",),
                 "controller: a broker's heartbeat connection closed"),
     Fingerprint("controller_broker_expired", (b"expired, brokerInfo ",),

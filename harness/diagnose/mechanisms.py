@@ -335,6 +335,32 @@ MECHANISMS: tuple[Mechanism, ...] = (
             "the broker set waits for the old master instead (scenario unclean-election, variant off)",),
         scenario="unclean-election", variant=("unclean", "on")),
     Mechanism(
+        "syncstateset-expansion-race",
+        "controller mode: the master was lost seconds after taking a lagging slave back into the SyncStateSet, and "
+        "that slave was elected",
+        keys=("controller_elected_after_rejoin",),
+        explains=("controller_elected_after_rejoin", "controller_new_master", "controller_broker_inactive",
+                  "controller_broker_expired", "syncstateset_shrunk", "ha_expired_master", "ha_expired_slave",
+                  "ha_new_connection", "transfer_slave_timeout"),
+        paragraph=(
+            "A slave had left the master's SyncStateSet (fallen behind, frozen, its HA link lost), caught up, and "
+            "the master had the controller take it back in ('SyncStateSet changed from [1] to [1, 2]'); within "
+            "seconds the master was lost and the controller elected that slave. This is the moment of "
+            "apache/rocketmq#5663: on 5.0.0 to 5.1.0, while the master's request to expand the set was in flight, "
+            "it went on acknowledging against its old set, so what it acknowledged then need not be on the slave the "
+            "controller already counted in sync, and the new master could lack acknowledged messages. 5.1.1 fixed "
+            "it (PR #5798: while the change is in flight the master counts the new member too). On 5.3.0 (the real "
+            "broker and the emulator, scenario syncstateset-expansion-race) the slave is elected at once and nothing "
+            "acknowledged is lost."),
+        recommend=(
+            "on 5.0.x or 5.1.0, check what the new master holds against what producers were acknowledged (a "
+            "read-back of every queue), and upgrade to 5.1.1 or later",
+            "find why the slave left the SyncStateSet before (its disk, its process, its network)"),
+        warn=(
+            "allAckInSyncStateSet=true does not cover this window before 5.1.1: the old set is what the master "
+            "waited for",),
+        scenario="syncstateset-expansion-race"),
+    Mechanism(
         "controller-epoch-conflict",
         "controller mode: the master came back in its old epoch, and its slave cannot rejoin the SyncStateSet",
         keys=("ha_no_consistent_point",),

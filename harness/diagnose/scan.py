@@ -75,8 +75,8 @@ def scan(paths: list[str]) -> tuple[Evidence, list[Skipped]]:
             if evidence.bytes_read > before:  # a truncated gzip: the part before the cut is evidence too
                 evidence.files_read += 1
     evidence.settle_flow_control()
-    for path, line_no, ts, text in evidence.elections.unclean():
-        evidence.add("controller_unclean_master", path, line_no, ts, text)
+    for fid, path, line_no, ts, text in evidence.elections.judged():
+        evidence.add(fid, path, line_no, ts, text)
     return evidence, skipped
 
 

@@ -28,6 +28,7 @@ EXPECTED = {
     "master-killed-controller": "controller-failover",
     "unclean-election-off": "controller-no-in-sync-replica",
     "unclean-election-on": "controller-unclean-election",
+    "syncstateset-expansion-race": "syncstateset-expansion-race",
     "slave-readonly-controller": "in-sync-replica-dropped",
     "master-disk-throttle": "store-flush-slow",
     "master-disk-throttle-async": "store-flush-slow",
@@ -332,7 +333,8 @@ def _role_change(ts: str, broker_id: int, role: str, epoch: int) -> str:
 def test_a_master_elected_from_outside_the_syncstateset_is_an_unclean_election(tmp_path):
     """5.x controller mode, each broker's broker.log in its own directory: broker 2 becoming master in epoch 2 after
     the master's last set was [1] is unclean (the reproduction: unclean-election's "on" variant alone); after the set
-    grew back to [1, 2], or the old master itself elected again, it is not. The set a new master logs for itself
+    grew back to [1, 2], or the old master itself elected again, it is not, and a slave elected within 15 s of
+    rejoining the set it had left is #5663's moment (syncstateset-expansion-race). The set a new master logs for itself
     (`from [] to [2]`) and a change in the same second as the election are not the old master's report."""
     old, new = tmp_path / "broker-0", tmp_path / "broker-1"
     old.mkdir(), new.mkdir()
@@ -347,7 +349,10 @@ def test_a_master_elected_from_outside_the_syncstateset_is_an_unclean_election(t
 
     elected = own + _role_change("2026-11-27 13:37:23", 2, "SYNC_MASTER", 2)
     assert findings(shrink, elected)[0] == "controller-unclean-election"
-    assert "controller-unclean-election" not in findings(shrink + grown, elected)
+    assert findings(shrink + grown, elected)[0] == "syncstateset-expansion-race"  # back in 3 s before: #5663
+    assert "syncstateset-expansion-race" not in findings(  # back in the set 18 s before
+        shrink.replace("13:37:18", "13:36:50") + grown.replace("13:37:20", "13:37:05"), elected)
+    assert findings(grown, elected) == []  # the slave's first join (it never left the set): nothing judged
     assert "controller-unclean-election" not in findings(shrink.replace("13:37:18", "13:37:23"), elected)
     assert "controller-unclean-election" not in findings(
         shrink + _role_change("2026-11-27 13:38:01", 1, "SYNC_MASTER", 2), "")

@@ -5,7 +5,7 @@ has appended what reached it), the controller elects the in-sync slave within a 
 timeouts, the new master cuts the half-received message and starts epoch 2 at the end of the acknowledged
 messages, the name server gives it as brokerId 0; the old master comes back as a slave, truncates its log to epoch
 2's start and rejoins the SyncStateSet; every SEND_OK message is read back from both brokers, and both hold the
-same messages."""
+same messages. The controller logs the election as 5.3.0 does."""
 from __future__ import annotations
 
 import concurrent.futures as cf
@@ -82,6 +82,12 @@ def test_killed_master_in_sync_slave_elected_old_master_truncated_nothing_acknow
     store_log = cluster.nodes[master].log("store.log")
     assert f"truncateOffset is {start2}" in store_log
     assert f"Truncate slave log to {start2} success, change to transfer state" in store_log
+    # the controller's lines as 5.3.0 prints them: its RoleChangeNotifyEntry has no toString, and the election's
+    # response is printed before its header is encoded into fields (neither names the broker elected)
+    controller_log = cluster.nodes["namesrv"].log("namesrv.log")
+    assert "RoleChangeNotifyEntry:org.apache.rocketmq.remoting.protocol.body.RoleChangeNotifyEntry@" in controller_log
+    assert "done, result: RemotingCommand [code=0, language=JAVA, version=" in controller_log
+    assert "flag(B)=1, remark=null, extFields=null, serializeTypeCurrentRPC=JSON]" in controller_log
 
     want = {o.key for o in acked}
     held = {name: {m.keys for m in poll(lambda n=name: _read_all(cluster, n, want), 30, f"every message on {name}")}
