@@ -88,6 +88,14 @@ class VersionProfile:
         return self.is_5x and tuple(_numbers(self.release)[:2]) >= (5, 2)
 
     @property
+    def ha_socket_buffer(self) -> int | None:
+        """SO_RCVBUF/SO_SNDBUF of both ends of the HA link (the master's HAConnection, the slave's
+        RemotingUtil.connect): 64 KiB up to 4.9.2; from 4.9.3 (PR #3826) and in 5.x only when
+        com.rocketmq.remoting.socket.sndbuf/rcvbuf.size are set, so the kernel's autotuned buffers by default, which
+        let a stalled slave's link take megabytes before the master's writes block."""
+        return 64 * 1024 if self.is_4_9_1 else None
+
+    @property
     def slave_rejects_send(self) -> bool:
         """5.x `SendMessageProcessor.rejectRequest` also rejects on a slave that is not acting master."""
         return self.is_5x

@@ -25,6 +25,7 @@ from emulator.autoswitch.ha_protocol import (
     STATE_NAMES,
     TRANSFER,
 )
+from emulator.ha.connection import connect
 from emulator.logs import store_log
 from emulator.safepoint import VM_STATE
 from emulator.server import close_socket
@@ -123,7 +124,7 @@ class AutoSwitchHAClient(threading.Thread):
         if self.sock is None and self.master_address:
             host, port = self.master_address.rsplit(":", 1)
             try:
-                sock = socket.create_connection((host, int(port)), timeout=3)
+                sock = connect(host, int(port), self.store.profile.ha_socket_buffer, 3)
             except OSError:
                 sock = None
             if sock is not None:

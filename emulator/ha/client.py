@@ -9,6 +9,7 @@ import struct
 import threading
 import time
 
+from emulator.ha.connection import connect
 from emulator.logs import store_log
 from emulator.safepoint import VM_STATE
 from emulator.server import close_socket
@@ -82,7 +83,7 @@ class HAClient(threading.Thread):
             if addr:
                 host, port = addr.rsplit(":", 1)
                 try:
-                    sock = socket.create_connection((host, int(port)), timeout=3)
+                    sock = connect(host, int(port), self.store.profile.ha_socket_buffer, 3)
                     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                     sock.settimeout(SELECT_S)
                     self.sock = sock

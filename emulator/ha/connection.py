@@ -15,12 +15,33 @@ from emulator.server import close_socket
 from emulator.wakeup import Wakeup
 
 READ_MAX_BUFFER_SIZE = 1024 * 1024
-SOCKET_BUFFER = 64 * 1024
 SELECT_S = 1.0
 NO_REQUEST_SLEEP_S = 0.010
 NO_DATA_WAIT_S = 0.100
 _HEADER = struct.Struct(">qi")
 _LONG = struct.Struct(">q")
+
+
+def set_buffers(sock: socket.socket, size: int | None) -> None:
+    """The version's HA socket buffers (`VersionProfile.ha_socket_buffer`); None leaves the kernel's."""
+    if size:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, size)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, size)
+
+
+def connect(host: str, port: int, size: int | None, timeout_s: float) -> socket.socket:
+    """The slave's end of the HA link: buffers set before connecting, as RemotingUtil.connect does (the window scale
+    is agreed in the handshake)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        set_buffers(sock, size)
+        sock.settimeout(timeout_s)
+        sock.connect((host, port))
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 class HAConnection:
@@ -33,8 +54,7 @@ class HAConnection:
         self._stopped = False
         self.data_wake = Wakeup()
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, SOCKET_BUFFER)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SOCKET_BUFFER)
+        set_buffers(sock, ha.store.profile.ha_socket_buffer)
 
     def start(self) -> None:
         threading.Thread(target=self._read, name="ReadSocketService", daemon=True).start()
