@@ -1,4 +1,4 @@
-"""Unclean elections in controller mode, from the brokers' own lines: which broker became master against what the
+"""Elections in controller mode judged from the brokers' own lines: which broker became master against what the
 master last reported as its SyncStateSet.
 
 A master logs each SyncStateSet the controller accepted (`ReplicasManager.changeSyncStateSet`: `SyncStateSet changed
@@ -31,7 +31,7 @@ REJOIN_RACE_S = 15
 
 @dataclass
 class Elections:
-    """The set changes and new masters of a scan, judged once every file is read (`unclean`)."""
+    """The set changes and new masters of a scan, judged once every file is read (`judged`)."""
 
     sets: list[tuple[str, frozenset[int], frozenset[int]]] = field(default_factory=list)
     """(time, before, after) of each set a master logged."""

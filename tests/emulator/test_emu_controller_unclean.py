@@ -33,7 +33,7 @@ def test_out_of_sync_slave_elected_only_with_unclean_election_and_then_misses_me
     def load(n: int) -> None:
         i = 0
         while not stop.is_set():
-            outcome = send_one(producer, TOPIC, random.randbytes(100_000), f"t{n}-{i}", 5000)
+            outcome = send_one(producer, TOPIC, random.randbytes(1_000_000), f"t{n}-{i}", 5000)
             if outcome.outcome == "SEND_OK":
                 acked.append(outcome.key)
             i += 1
