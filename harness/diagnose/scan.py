@@ -167,17 +167,15 @@ def _pause_in_kernel(text: str) -> bool:
 
 
 def _stamp_above(block: bytes, start: int) -> str | None:
-    """The stamp of the nearest line above `start` that begins with one (a status snapshot's header)."""
+    """The stamp of the nearest line above `start` (a line's first byte) that begins with one, within
+    STATUS_HEADER_LOOKBACK bytes (a status snapshot's header)."""
     floor = max(0, start - STATUS_HEADER_LOOKBACK)
-    end = start
-    while end > floor:
-        line_start = block.rfind(b"\n", floor, end - 1) + 1
-        m = STAMP.match(block[line_start:line_start + 40])
+    lines = block[floor:start].split(b"\n")
+    whole = lines if floor == 0 else lines[1:]  # the first piece of a cut region is the tail of a line
+    for line in reversed(whole):
+        m = STAMP.match(line[:40])
         if m:
             return m.group(1).decode()
-        if line_start <= floor:
-            return None
-        end = line_start
     return None
 
 
