@@ -55,8 +55,10 @@ SLOW_FROM_BUCKET = 6
 """`[500ms~1s]` and above: a put that long held the commitlog lock well past the 200 ms a send may wait queued."""
 ANCHORS = tuple((a, f.id) for f in FINGERPRINTS for a in f.anchors)
 READ_FURTHER = ((PAGECACHERT, "pagecache"), (JSTACK_CONSUME_THREAD, "jstack"),
-                *((a, "jstack_flush") for a in JSTACK_FLUSH_THREADS), *((a, "gc_cpu") for a in GC_CPU), (VM_SWAP, "vm_swap"),
-                (MASTER_CHANGE, "master_change"))
+                *((a, "jstack_flush") for a in JSTACK_FLUSH_THREADS), *((a, "gc_cpu") for a in GC_CPU),
+                (VM_SWAP, "vm_swap"), (MASTER_CHANGE, "master_change"))
+SEARCHED = ANCHORS + READ_FURTHER
+"""Every literal a block is searched for, with the id its hits are filed or read further under."""
 
 
 def scan(paths: list[str]) -> tuple[Evidence, list[Skipped]]:
@@ -95,12 +97,7 @@ def _scan_file(path: Path, evidence: Evidence) -> None:
 
 def _scan_block(block: bytes, name: str, line_base: int, first_stamp: str | None, evidence: Evidence) -> None:
     found: list[tuple[int, str]] = []
-    for anchor, fid in ANCHORS:
-        pos = block.find(anchor)
-        while pos >= 0:
-            found.append((pos, fid))
-            pos = block.find(anchor, pos + len(anchor))
-    for anchor, fid in READ_FURTHER:
+    for anchor, fid in SEARCHED:
         pos = block.find(anchor)
         while pos >= 0:
             found.append((pos, fid))
@@ -142,9 +139,10 @@ def _scan_block(block: bytes, name: str, line_base: int, first_stamp: str | None
             fid = fid if epoch and int(epoch.group(1)) >= 2 else None
         elif fid == "syncstateset_shrunk":  # the start's [] to [1] and a slave's return [1] to [1, 2] are no shrink
             sets = SYNC_STATE_SETS.search(text)
+            before, after = (_members(sets.group(1)), _members(sets.group(2))) if sets else (frozenset(), frozenset())
             if sets:
-                evidence.elections.set_changed(ts, _members(sets.group(1)), _members(sets.group(2)))
-            fid = fid if sets and len(_members(sets.group(2))) < len(_members(sets.group(1))) else None
+                evidence.elections.set_changed(ts, before, after)
+            fid = fid if len(after) < len(before) else None
         elif fid == "master_change":
             evidence.elections.master_changed(ts, text, name, line_no)
             continue
