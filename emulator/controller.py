@@ -10,6 +10,7 @@ are served."""
 from __future__ import annotations
 
 import threading
+import time
 import zlib
 
 from emulator.config.broker_config import BrokerConfig, bind_address
@@ -44,6 +45,11 @@ REGISTER_INITIAL_DELAY_S = 10.0
 REGISTER_TIMEOUT_S = 6.0
 SLAVE_SYNC_INITIAL_S = 3.0
 SLAVE_SYNC_PERIOD_S = 10.0
+SLAVE_SYNC_5X_INITIAL_S = 10.0
+SLAVE_SYNC_5X_TICK_S = 3.0
+SLAVE_SYNC_5X_AFTER_S = 60.0
+"""A 5.x slave outside controller mode looks every 3 s (from 10 s after start) whether 60 s have passed since its
+last sync (BrokerController's `lastSyncTimeMs`): about every 63 s. 4.x: every 10 s from 3 s."""
 SEND_CODES = (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2)
 CLIENT_CODES = (RequestCode.HEART_BEAT, RequestCode.UNREGISTER_CLIENT)
 CONSUMER_MANAGE_CODES = (RequestCode.GET_CONSUMER_LIST_BY_GROUP, RequestCode.QUERY_CONSUMER_OFFSET,
@@ -143,7 +149,7 @@ class BrokerController:
         threading.Thread(target=self._housekeeping_loop, name="ClientHousekeepingScheduledThread",
                          daemon=True).start()
         if config.is_slave and not config.controller_mode:
-            threading.Thread(target=self._slave_sync_loop, name="SlaveSynchronize", daemon=True).start()
+            threading.Thread(target=self._slave_sync_loop, name="BrokerControllerScheduledThread1", daemon=True).start()
 
     def change_special_service(self, master: bool) -> None:
         """`changeSpecialServiceStatus`: the schedule service runs on a master (started at the first role change
@@ -236,29 +242,46 @@ class BrokerController:
             self.ctx.consumers.scan_not_active()
 
     def _slave_sync_loop(self) -> None:
-        if self._stopped.wait(SLAVE_SYNC_INITIAL_S):
+        if self.profile.is_5x:
+            initial, tick, after = SLAVE_SYNC_5X_INITIAL_S, SLAVE_SYNC_5X_TICK_S, SLAVE_SYNC_5X_AFTER_S
+        else:
+            initial, tick, after = SLAVE_SYNC_INITIAL_S, SLAVE_SYNC_PERIOD_S, 0.0
+        if self._stopped.wait(initial):
             return
+        last = float("-inf")
         while not self._stopped.is_set():
-            if self.master_addr:
+            if self.master_addr and time.monotonic() - last > after:
                 self.slave_synchronize(self.master_addr)
-            self._stopped.wait(SLAVE_SYNC_PERIOD_S)
+                last = time.monotonic()
+            self._stopped.wait(tick)
 
     def slave_synchronize(self, master: str) -> None:
-        """`SlaveSynchronize.syncAll`: topic configs, consumer offsets, delay offsets, subscription groups."""
+        """`SlaveSynchronize.syncAll`: topic configs, consumer offsets, delay offsets, subscription groups, each
+        logged as the version does: `Update slave consumer offset from master, <addr>` and the delay offsets' line at
+        every sync; the topic configs' when their data version changed (4.x) or at every sync (5.x); the
+        subscription groups' when their data version changed; `SyncConsumerOffset Exception, <addr>` and the like
+        when a step failed."""
+        every = self.profile.is_5x
         steps = (
-            ("syncTopicConfig", RequestCode.GET_ALL_TOPIC_CONFIG, lambda body: self.topics.replace_all(fastjson.loads(body))),
-            ("syncConsumerOffset", RequestCode.GET_ALL_CONSUMER_OFFSET, self.ctx.offsets.replace_all),
-            ("syncDelayOffset", RequestCode.GET_ALL_DELAY_OFFSET, self._sync_delay_offsets),
-            ("syncSubscriptionGroupConfig", RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
+            ("SyncTopicConfig", "topic config", RequestCode.GET_ALL_TOPIC_CONFIG,
+             lambda body: self.topics.replace_all(fastjson.loads(body)) or every),
+            ("SyncConsumerOffset", "consumer offset", RequestCode.GET_ALL_CONSUMER_OFFSET,
+             lambda body: self.ctx.offsets.replace_all(body) or True),
+            ("SyncDelayOffset", "delay offset", RequestCode.GET_ALL_DELAY_OFFSET,
+             lambda body: self._sync_delay_offsets(body) or True),
+            ("SyncSubscriptionGroup", "Subscription Group", RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
              lambda body: self.ctx.groups.replace_all(fastjson.loads(body))),
         )
-        for name, code, apply in steps:
+        for name, what, code, apply in steps:
             try:
                 response = self.outbound.invoke(master, make_request(code), 3.0)
-                if response.code == 0 and response.body:
-                    apply(response.body)
+                if response.code != 0:
+                    raise ValueError(f"org.apache.rocketmq.client.exception.MQBrokerException: CODE: {response.code}"
+                                     f"  DESC: {response.remark}")
+                if apply(response.body or b""):
+                    broker_log.info("Update slave %s from master, %s", what, master)
             except (OSError, ValueError) as e:
-                broker_log.warning("SlaveSynchronize %s Exception, %s %s", name, master, e)
+                broker_log.error("%s Exception, %s\n%s", name, master, e)
 
     def _sync_delay_offsets(self, body: bytes) -> None:
         schedule = self.ctx.schedule

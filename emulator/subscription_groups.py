@@ -62,9 +62,13 @@ class SubscriptionGroupManager:
         return {"dataVersion": self.data_version.to_dict(),
                 "subscriptionGroupTable": {k: table[k] for k in java_hashmap_order(list(table), CHM_1024_TABLE)}}
 
-    def replace_all(self, wrapper: dict) -> None:
-        """Slave: the master's groups put over ours (`SlaveSynchronize.syncSubscriptionGroupConfig`)."""
+    def replace_all(self, wrapper: dict) -> bool:
+        """Slave: the master's groups put over ours (`SlaveSynchronize.syncSubscriptionGroupConfig`) when their data
+        version is not ours; whether it was not."""
         with self._lock:
+            if self.data_version.same_as(wrapper.get("dataVersion")):
+                return False
             self.table.update(wrapper.get("subscriptionGroupTable") or {})
             self.data_version.assign(wrapper.get("dataVersion"))
         self.persist()
+        return True

@@ -122,9 +122,13 @@ class TopicConfigManager:
     def wrapper(self) -> dict:
         return {"dataVersion": self.data_version.to_dict(), "topicConfigTable": dict(self.table)}
 
-    def replace_all(self, wrapper: dict) -> None:
-        """Slave: take the master's topic configs (SlaveSynchronize.syncTopicConfig)."""
+    def replace_all(self, wrapper: dict) -> bool:
+        """Slave: take the master's topic configs (SlaveSynchronize.syncTopicConfig) when their data version is not
+        ours; whether it was not."""
         with self._lock:
+            if self.data_version.same_as(wrapper.get("dataVersion")):
+                return False
             self.table.update(wrapper.get("topicConfigTable") or {})
             self.data_version.assign(wrapper.get("dataVersion"))
         self.persist()
+        return True

@@ -59,6 +59,12 @@ class DataVersion:
             return {"counter": self.counter, "stateVersion": self.state_version, "timestamp": self.timestamp}
         return {"counter": self.counter, "timestamp": self.timestamp}
 
+    def same_as(self, doc: dict | None) -> bool:
+        """`DataVersion.equals` against a synced `dataVersion`: the same timestamp and counter (not the state
+        version)."""
+        doc = doc or {}
+        return int(doc.get("counter", -1)) == self.counter and int(doc.get("timestamp", -1)) == self.timestamp
+
     def assign(self, doc: dict | None, counter_default: int | None = None) -> None:
         """Take a stored or synced `dataVersion`; a missing key keeps this one's value (the counter:
         `counter_default` when given)."""

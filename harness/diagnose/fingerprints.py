@@ -60,6 +60,11 @@ FINGERPRINTS: tuple[Fingerprint, ...] = (
     # the same, for a broker elected within 15 s of being taken back into the set it had left (#5663's moment)
     Fingerprint("controller_elected_after_rejoin", (),
                 "broker (controller mode): elected master seconds after the master took it back into the SyncStateSet"),
+    # the same, for a broker elected while consumer groups were connected: its last copy of their offsets, taken as a
+    # slave (`Update slave consumer offset from master`), is what it answers them with
+    Fingerprint("controller_offsets_behind", (),
+                "broker (controller mode): elected under consumer groups; its offsets are its last copy of the old "
+                "master's"),
     Fingerprint("controller_broker_inactive", (b"inactive, broker ",),
                 "controller: a broker's heartbeat connection closed"),
     Fingerprint("controller_broker_expired", (b"expired, brokerInfo ",),
@@ -136,6 +141,10 @@ GC_CPU = (b" Sys=", b"[Times: user=")
 JDK 8's `[Times: user=0.03 sys=0.08, real=0.11 secs]` (-XX:+PrintGCDetails)."""
 MASTER_CHANGE = b"Change broker [id:"
 """5.x ReplicasManager.registerBrokerWhenRoleChange: a broker's id, new role and epoch (`harness.diagnose.elections`)."""
+OFFSETS_SYNCED = b"Update slave consumer offset from master, "
+"""4.9.x and 5.x SlaveSynchronize.syncConsumerOffset, at each sync (`harness.diagnose.elections`)."""
+CONSUMER_CONNECTED = b"new consumer connected, group: "
+"""4.9.x and 5.x ConsumerGroupInfo.updateChannel: a client of a group registered with a broker."""
 VM_SWAP = b"VmSwap:"
 PROCESS_SWAPPED_KIB = 16 * 1024
 """A process with a few pages in swap on a host that once ran short is common and harmless; 16 MiB of a broker is

@@ -261,6 +261,31 @@ MECHANISMS: tuple[Mechanism, ...] = (
             "older copy of the offsets: expect redeliveries (scenario master-killed-controller-consumers)",),
         scenario="master-killed-controller"),
     Mechanism(
+        "controller-failover-offsets",
+        "controller mode: the master was lost under consumer groups; the new master answers them with its older copy "
+        "of their offsets",
+        keys=("controller_offsets_behind",),
+        explains=("controller_offsets_behind", "controller_new_master", "controller_broker_inactive",
+                  "controller_broker_expired", "ha_new_connection", "syncstateset_shrunk"),
+        paragraph=(
+            "In controller mode (RIP-44) the master was lost and the controller elected a broker of the SyncStateSet "
+            "('Change ha to master success, newMasterEpoch:2'), while consumer groups were connected. The consumer "
+            "offsets the new master holds are the copy it last took as a slave (SlaveSynchronize: 'Update slave "
+            "consumer offset from master', once more than 10 s have passed, looked at every 3 s), so until the "
+            "clients find the new route and commit theirs (every 5 s; the route refresh takes up to 30 s), the "
+            "offsets it answers go back by up to some 13 s of consumption (apache/rocketmq#1094, #9711). Running "
+            "clients keep their positions in memory and deliver nothing twice; a consumer that starts, restarts or "
+            "takes over queues in that window starts from the older copy and gets those messages again."),
+        recommend=(
+            "find why the old master was lost (its process, its host, its heartbeat's network)",
+            "compare the groups' offsets on the new master (mqadmin consumerProgress) with what they had consumed: "
+            "the gap is the window of the last sync (scenario master-killed-controller-consumers: 481 messages on "
+            "the real 5.3.0, nothing delivered twice to the running clients)"),
+        warn=(
+            "do not restart or scale consumers right after the switch: a consumer that starts then takes the older "
+            "copy and redelivers (make the listener idempotent)",),
+        scenario="master-killed-controller-consumers"),
+    Mechanism(
         "in-sync-replica-dropped",
         "controller mode: the master dropped a slave that stopped replicating from the SyncStateSet and acks alone",
         keys=("syncstateset_shrunk", "epoch_file_unreadable"),

@@ -9,7 +9,8 @@ RUNNABLE in a socket read, a flush thread's (`GroupCommitService`, `FlushRealTim
 GC pause's CPU times count as `gc_pause_in_kernel` when it lasted 50 ms or more and spent more in the kernel than in
 the JVM; a process status' VmSwap when 16 MiB or more, stamped by the snapshot's header line; a name server's idle
 close counts when the route table drops a broker right after it; a new master counts from epoch 2 and a SyncStateSet
-change only when the set shrank; the flow-control lines are filed per group and settled after the scan. A
+change only when the set shrank (a new master, a slave's offset syncs and the consumers' connections are filed for
+`harness.diagnose.elections`); the flow-control lines are filed per group and settled after the scan. A
 broker.conf (`*.conf`, `*.properties`) is read as `key=value` lines.
 """
 from __future__ import annotations
@@ -20,12 +21,14 @@ from pathlib import Path
 from analysis.pagecache import FAST_SHARE, fast_share, parse_line
 from harness.diagnose.evidence import Evidence
 from harness.diagnose.fingerprints import (
+    CONSUMER_CONNECTED,
     FINGERPRINTS,
     FORCE_FRAMES,
     GC_CPU,
     JSTACK_CONSUME_THREAD,
     JSTACK_FLUSH_THREADS,
     MASTER_CHANGE,
+    OFFSETS_SYNCED,
     PAGECACHERT,
     PROCESS_SWAPPED_KIB,
     SOCKET_READ_FRAMES,
@@ -56,7 +59,8 @@ SLOW_FROM_BUCKET = 6
 ANCHORS = tuple((a, f.id) for f in FINGERPRINTS for a in f.anchors)
 READ_FURTHER = ((PAGECACHERT, "pagecache"), (JSTACK_CONSUME_THREAD, "jstack"),
                 *((a, "jstack_flush") for a in JSTACK_FLUSH_THREADS), *((a, "gc_cpu") for a in GC_CPU),
-                (VM_SWAP, "vm_swap"), (MASTER_CHANGE, "master_change"))
+                (VM_SWAP, "vm_swap"), (MASTER_CHANGE, "master_change"), (OFFSETS_SYNCED, "offsets_synced"),
+                (CONSUMER_CONNECTED, "consumer_connected"))
 SEARCHED = ANCHORS + READ_FURTHER
 """Every literal a block is searched for, with the id its hits are filed or read further under."""
 
@@ -145,6 +149,12 @@ def _scan_block(block: bytes, name: str, line_base: int, first_stamp: str | None
             fid = fid if len(after) < len(before) else None
         elif fid == "master_change":
             evidence.elections.master_changed(ts, text, name, line_no)
+            continue
+        elif fid == "offsets_synced":
+            evidence.elections.offsets_synced(ts, name, line_no, text)
+            continue
+        elif fid == "consumer_connected":
+            evidence.elections.consumer_connected(ts, text)
             continue
         elif fid == "consumer_flow_control":
             m = FLOW_QUEUE.search(text)

@@ -26,6 +26,7 @@ EXPECTED = {
     "slave-readonly-fallbehind-1m": "replication-stalled-slave",
     "master-killed-consumers": "master-lost",
     "master-killed-controller": "controller-failover",
+    "master-killed-controller-consumers": "controller-failover-offsets",
     "unclean-election-off": "controller-no-in-sync-replica",
     "unclean-election-on": "controller-unclean-election",
     "syncstateset-expansion-race": "syncstateset-expansion-race",
@@ -397,3 +398,40 @@ def test_a_name_servers_idle_close_names_expiry_only_for_a_broker(tmp_path):
     findings = rank(scan([str(log)])[0])
     assert [f.mechanism.id for f in findings] == ["brokers-expired"], [(f.mechanism.id, f.counts) for f in findings]
     assert findings[0].counts == {"namesrv_broker_idle": 1, "namesrv_master_removed": 1}
+
+
+def test_a_master_elected_under_consumer_groups_answers_with_its_last_offset_sync(tmp_path):
+    """A broker elected in epoch 2 while an application's consumer group was connected holds the offsets it last
+    synced as a slave: its last `Update slave consumer offset from master` before the election is the evidence
+    (controller-failover-offsets; the reproduction: master-killed-controller-consumers). Without such a group before
+    the election (none, a later one, or mqadmin's own), or with no sync before it in the new master's own logs, it is
+    a plain failover."""
+    old, new = tmp_path / "broker-0", tmp_path / "broker-1"
+    old.mkdir(), new.mkdir()
+    connected = ("2026-11-27 13:36:40 INFO ClientManageThread_3 - new consumer connected, group: {} CONSUME_PASSIVELY "
+                 "CLUSTERING channel: ClientChannelInfo [channel=[id: 0x1], clientId=10.0.0.9@1, language=JAVA]\n")
+    synced = "{} INFO BrokerControllerScheduledThread1 - Update slave consumer offset from master, 10.0.0.1:10911\n"
+    elected = _role_change("2026-11-27 13:37:23", 2, "SYNC_MASTER", 2)
+
+    def first(old_log: str, new_log: str) -> tuple[str, dict[str, int]]:
+        (old / "broker.log").write_text(_role_change("2026-11-27 13:36:38", 1, "SYNC_MASTER", 1) + old_log)
+        (new / "broker.log").write_text(new_log)
+        (new / "store.log").write_text("2026-11-27 13:37:23 INFO x - Change ha to master success, newMasterEpoch:2, "
+                                       "startOffset:1048576\n")
+        top = rank(scan([str(tmp_path)])[0])[0]
+        return top.mechanism.id, top.counts
+
+    syncs = synced.format("2026-11-27 13:36:51") + synced.format("2026-11-27 13:37:04")
+    mech, counts = first(connected.format("app"), syncs + elected + synced.format("2026-11-27 13:37:50"))
+    assert mech == "controller-failover-offsets" and counts == {"controller_offsets_behind": 1,
+                                                                 "controller_new_master": 1}
+    evidence = scan([str(tmp_path)])[0].hits["controller_offsets_behind"]
+    assert [(h.path, h.first_line) for h in evidence.values()] == [(str(new / "broker.log"), 2)]  # the last before
+    assert first(connected.format("TOOLS_CONSUMER"), syncs + elected)[0] == "controller-failover"
+    assert first(connected.format("app").replace("13:36:40", "13:38:00"), syncs + elected)[0] == "controller-failover"
+    assert first(connected.format("app") + syncs, elected)[0] == "controller-failover"  # the old master's own syncs
+    (old / "broker.log").write_text(connected.format("app"))
+    (new / "broker.log").write_text(syncs + elected)
+    written = write(reproduction(rank(scan([str(tmp_path)])[0])[0], None, {}), tmp_path / "out")
+    (run,) = load_scenarios(written)
+    assert run.name == "diagnosed-controller-failover-offsets" and "offset_rewind" in written.read_text()

@@ -2,7 +2,7 @@
 none while the queue starts at 0; UPDATE_CONSUMER_OFFSET and a pull's commitOffset (commit flag, master only) set
 it; GET_CONSUME_STATS gives broker offset, committed offset, the lag and the store time of the last consumed message
 (parsed by `remoting.consume_stats`); `config/consumerOffset.json` is written in 4.9.1's form and read back after a
-restart; the slave takes the master's offsets by SlaveSynchronize, ignores a pull's commitOffset and, with the
+restart; the slave takes the master's offsets by SlaveSynchronize (and logs each sync as 4.9.1 does), ignores a pull's commitOffset and, with the
 master down, accepts UPDATE_CONSUMER_OFFSET and serves pulls suggesting broker 0, as the real 4.9.1 slave did."""
 from __future__ import annotations
 
@@ -62,6 +62,17 @@ def test_offsets_are_committed_reported_persisted_and_synced(emu_cluster):
         slave = WireConnection(cluster.slave.addr)
         try:
             poll(lambda: _offset(slave, 0) == (ResponseCode.SUCCESS, "2"), 25, "the slave to sync the offsets")
+            # each sync logged as the real 4.9.1's slave does; the topic configs only when their version changed
+            poll(lambda: cluster.slave.log("broker.log").count("Update slave consumer offset from master, ") >= 2,
+                 25, "a second sync of the offsets")
+            synced = cluster.slave.log("broker.log")
+            assert f"Update slave consumer offset from master, {cluster.master.addr}" in synced
+            assert synced.count("Update slave delay offset from master, ") >= 2
+
+            def topics_skipped() -> bool:  # a sync that found the master's topic version unchanged logs no topics
+                text = cluster.slave.log("broker.log")
+                return text.count("Update slave topic config from") < text.count("Update slave delay offset from")
+            poll(topics_skipped, 45, "a sync without a topic config line")
             slave.heartbeat("127.0.0.1@off", [consumer_data(GROUP, [TOPIC])])
             r = slave.call(RequestCode.PULL_MESSAGE, pull_fields(GROUP, TOPIC, 0, 0, sys_flag=3, commit_offset=4))
             assert (r.code, r.ext_fields["suggestWhichBrokerId"]) == (ResponseCode.SUCCESS, "0")  # slaveReadEnable
