@@ -281,9 +281,24 @@ class BrokerController:
                 if apply(response.body or b""):
                     broker_log.info("Update slave %s from master, %s", what, master)
             except (OSError, ValueError) as e:
-                broker_log.error("%s Exception, %s\n%s", name, master, e)
+                broker_log.error("%s Exception, %s\n%s", name, master, _as_java(e, master))
 
     def _sync_delay_offsets(self, body: bytes) -> None:
         schedule = self.ctx.schedule
         if schedule is not None:
             schedule.sync_from_master(body.decode("utf-8"))
+
+
+REMOTING_EXCEPTIONS = "org.apache.rocketmq.remoting.exception."
+
+
+def _as_java(error: Exception, addr: str) -> str:
+    """The exception line a Java broker's remoting client logs for a failed sync request (the real 4.9.1's slave,
+    its master killed: `RemotingConnectException: connect to <addr> failed`)."""
+    if isinstance(error, TimeoutError):
+        return f"{REMOTING_EXCEPTIONS}RemotingTimeoutException: wait response on the channel <{addr}> timeout, 3000(ms)"
+    if isinstance(error, ConnectionRefusedError):
+        return f"{REMOTING_EXCEPTIONS}RemotingConnectException: connect to {addr} failed"
+    if isinstance(error, OSError):
+        return f"{REMOTING_EXCEPTIONS}RemotingSendRequestException: send request to <{addr}> failed"
+    return str(error)

@@ -65,3 +65,15 @@ def test_when_a_slave_outside_controller_mode_syncs(monkeypatch, version: str, e
                              slave_synchronize=lambda _master: synced.append(clock.now))
     controller.BrokerController._slave_sync_loop(broker)
     assert synced == expected
+
+
+def test_a_failed_sync_logs_the_java_clients_exception() -> None:
+    """The real 4.9.1's slave, its master killed: `SyncConsumerOffset Exception, <addr>` and below it
+    `org.apache.rocketmq.remoting.exception.RemotingConnectException: connect to <addr> failed`."""
+    addr = "127.0.0.1:10911"
+    assert controller._as_java(ConnectionRefusedError(111, "refused"), addr) == (
+        "org.apache.rocketmq.remoting.exception.RemotingConnectException: connect to 127.0.0.1:10911 failed")
+    assert controller._as_java(TimeoutError(), addr).endswith(
+        "RemotingTimeoutException: wait response on the channel <127.0.0.1:10911> timeout, 3000(ms)")
+    assert controller._as_java(ConnectionError("closed"), addr).endswith(
+        "RemotingSendRequestException: send request to <127.0.0.1:10911> failed")
