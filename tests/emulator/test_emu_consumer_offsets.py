@@ -2,8 +2,9 @@
 none while the queue starts at 0; UPDATE_CONSUMER_OFFSET and a pull's commitOffset (commit flag, master only) set
 it; GET_CONSUME_STATS gives broker offset, committed offset, the lag and the store time of the last consumed message
 (parsed by `remoting.consume_stats`); `config/consumerOffset.json` is written in 4.9.1's form and read back after a
-restart; the slave takes the master's offsets by SlaveSynchronize (and logs each sync as 4.9.1 does), ignores a pull's commitOffset and, with the
-master down, accepts UPDATE_CONSUMER_OFFSET and serves pulls suggesting broker 0, as the real 4.9.1 slave did."""
+restart; the slave takes the master's offsets by SlaveSynchronize (and logs each sync as 4.9.1 does), ignores a
+pull's commitOffset and, with the master down, accepts UPDATE_CONSUMER_OFFSET and serves pulls suggesting broker 0,
+as the real 4.9.1 slave did."""
 from __future__ import annotations
 
 import pytest
