@@ -40,11 +40,20 @@ from emulator.version import VersionProfile
 from remoting import fastjson
 from remoting.codes import RequestCode
 from remoting.command import make_request
+from remoting.errors import (
+    MQBrokerException,
+    RemotingConnectException,
+    RemotingError,
+    RemotingSendRequestException,
+    RemotingTimeoutException,
+)
 
 REGISTER_INITIAL_DELAY_S = 10.0
 REGISTER_TIMEOUT_S = 6.0
 SLAVE_SYNC_INITIAL_S = 3.0
 SLAVE_SYNC_PERIOD_S = 10.0
+SYNC_TIMEOUT_MS = 3000
+"""BrokerOuterAPI's timeout for each of the slave's sync requests."""
 SLAVE_SYNC_5X_INITIAL_S = 10.0
 SLAVE_SYNC_5X_TICK_S = 3.0
 SLAVE_SYNC_5X_AFTER_S = 60.0
@@ -274,13 +283,12 @@ class BrokerController:
         )
         for name, what, code, apply in steps:
             try:
-                response = self.outbound.invoke(master, make_request(code), 3.0)
+                response = self.outbound.invoke(master, make_request(code), SYNC_TIMEOUT_MS / 1000)
                 if response.code != 0:
-                    raise ValueError(f"org.apache.rocketmq.client.exception.MQBrokerException: CODE: {response.code}"
-                                     f"  DESC: {response.remark}")
+                    raise MQBrokerException(response.code, response.remark, master)
                 if apply(response.body or b""):
                     broker_log.info("Update slave %s from master, %s", what, master)
-            except (OSError, ValueError) as e:
+            except (OSError, ValueError, MQBrokerException) as e:
                 broker_log.error("%s Exception, %s\n%s", name, master, _as_java(e, master))
 
     def _sync_delay_offsets(self, body: bytes) -> None:
@@ -289,16 +297,17 @@ class BrokerController:
             schedule.sync_from_master(body.decode("utf-8"))
 
 
-REMOTING_EXCEPTIONS = "org.apache.rocketmq.remoting.exception."
-
-
 def _as_java(error: Exception, addr: str) -> str:
     """The exception line a Java broker's remoting client logs for a failed sync request (the real 4.9.1's slave,
-    its master killed: `RemotingConnectException: connect to <addr> failed`)."""
+    its master killed: `RemotingConnectException: connect to <addr> failed`), in `remoting.errors`' words."""
     if isinstance(error, TimeoutError):
-        return f"{REMOTING_EXCEPTIONS}RemotingTimeoutException: wait response on the channel <{addr}> timeout, 3000(ms)"
-    if isinstance(error, ConnectionRefusedError):
-        return f"{REMOTING_EXCEPTIONS}RemotingConnectException: connect to {addr} failed"
-    if isinstance(error, OSError):
-        return f"{REMOTING_EXCEPTIONS}RemotingSendRequestException: send request to <{addr}> failed"
+        error = RemotingTimeoutException.waiting(addr, SYNC_TIMEOUT_MS)
+    elif isinstance(error, ConnectionRefusedError):
+        error = RemotingConnectException(addr)
+    elif isinstance(error, OSError):
+        error = RemotingSendRequestException(addr)
+    if isinstance(error, MQBrokerException):
+        return f"org.apache.rocketmq.client.exception.MQBrokerException: {error}"
+    if isinstance(error, RemotingError):
+        return f"org.apache.rocketmq.remoting.exception.{type(error).__name__}: {error}"
     return str(error)

@@ -14,6 +14,7 @@ from emulator.config.broker_config import BrokerConfig
 from emulator.subscription_groups import SubscriptionGroupManager
 from emulator.topics import TopicConfigManager
 from emulator.version import profile_for
+from remoting.errors import MQBrokerException
 
 
 def _config(tmp_path) -> BrokerConfig:
@@ -77,3 +78,5 @@ def test_a_failed_sync_logs_the_java_clients_exception() -> None:
         "RemotingTimeoutException: wait response on the channel <127.0.0.1:10911> timeout, 3000(ms)")
     assert controller._as_java(ConnectionError("closed"), addr).endswith(
         "RemotingSendRequestException: send request to <127.0.0.1:10911> failed")
+    assert controller._as_java(MQBrokerException(1, "busy", addr), addr).startswith(
+        "org.apache.rocketmq.client.exception.MQBrokerException: CODE: 1  DESC: busy BROKER: 127.0.0.1:10911")
