@@ -1,4 +1,4 @@
-"""The README's test command runs the tests side by side (`-n 3 --dist loadgroup`) and relies on pytest-xdist to
+"""The README's test command runs the tests side by side (`-n 4 --dist loadgroup`) and relies on pytest-xdist to
 keep the tests that use what the machine has once (tests/conftest.py MACHINE_WIDE) on one worker. Checked through
 a real pytest-xdist run of a few quick compose tests: every one of them ran on the same worker (a pytest or xdist
 release that stops honouring `xdist_group` fails here instead of in a run where two tests share swap or dockerd)."""
@@ -13,7 +13,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def test_the_machine_wide_tests_share_one_worker() -> None:
-    out = subprocess.run([sys.executable, "-m", "pytest", "-n", "3", "--dist", "loadgroup", "-v", "-p",
+    out = subprocess.run([sys.executable, "-m", "pytest", "-n", "4", "--dist", "loadgroup", "-v", "-p",
                           "no:cacheprovider", "tests/compose/test_compose_files.py"], cwd=REPO, capture_output=True,
                          text=True, timeout=300).stdout
     workers = re.findall(r"^\[(gw\d+)\] .*PASSED tests/compose/", out, re.M)

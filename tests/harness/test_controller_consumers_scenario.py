@@ -3,15 +3,16 @@ in controller mode. The master is SIGKILLed under two groups; the consumers' adm
 (the lag collector asks broker-1 once it is elected), every acknowledged send is delivered to both groups, and the
 report gives each group's offset rewind; `rmq-chaos diagnose` names the run's logs `controller-failover-offsets` (the new
 master's last offset sync as a slave, before its election). Every expectation of the file holds; real 5.3.0 figures of the same file:
-docs/fidelity.md. About 3 minutes, so with RMQ_CHAOS_FULL_TESTS=1 only."""
+docs/fidelity.md. About 3 minutes."""
 from __future__ import annotations
 
 from pathlib import Path
 
 import pyarrow.parquet as pq
-from runsupport import REPO, diagnosed, events, fault_event, full_only, valid_run
+import pytest
+from runsupport import REPO, diagnosed, events, fault_event, valid_run
 
-pytestmark = full_only("~3 min")
+pytestmark = pytest.mark.long
 SCENARIO = REPO / "scenarios" / "master-killed-controller-consumers.yaml"
 
 

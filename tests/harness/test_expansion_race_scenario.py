@@ -2,15 +2,16 @@
 the slave, frozen until the master dropped it from the SyncStateSet, is thawed, catches up and is taken back in;
 3 s after the thaw the master is SIGKILLed. Unclean election is off, so the slave can be elected only because it is
 back in the set: it is, it is elected, and nothing acknowledged is lost. Every expectation of the file holds; real
-5.3.0 figures of the same file: docs/fidelity.md. About 2.5 minutes, so with RMQ_CHAOS_FULL_TESTS=1 only
-(tests/emulator/test_emu_controller_sync_state_set.py covers the SyncStateSet in the default run)."""
+5.3.0 figures of the same file: docs/fidelity.md. About 2.5 minutes
+(tests/emulator/test_emu_controller_sync_state_set.py covers the SyncStateSet rule alone)."""
 from __future__ import annotations
 
 from pathlib import Path
 
-from runsupport import REPO, events, fault_event, full_only, valid_run
+import pytest
+from runsupport import REPO, events, fault_event, valid_run
 
-pytestmark = full_only("~2.5 min")
+pytestmark = pytest.mark.long
 SCENARIO = REPO / "scenarios" / "syncstateset-expansion-race.yaml"
 
 

@@ -3,16 +3,16 @@
 the SyncStateSet, is thawed. Unclean election off: the controller names no other master (it logs that it failed to
 elect one), producers wait for the old master, nothing acknowledged is lost. On: the out-of-sync slave is elected
 within seconds and what the old master acknowledged alone is lost. Every expectation of the file holds; real 5.3.0
-figures of the same file: docs/fidelity.md. About 2.5 minutes each, so with RMQ_CHAOS_FULL_TESTS=1 only
-(tests/emulator/test_emu_controller_unclean.py covers the election rule in the default run)."""
+figures of the same file: docs/fidelity.md. About 2.5 minutes each
+(tests/emulator/test_emu_controller_unclean.py covers the election rule alone)."""
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from runsupport import REPO, events, fault_event, full_only, valid_run
+from runsupport import REPO, events, fault_event, valid_run
 
-pytestmark = full_only("~5 min")
+pytestmark = pytest.mark.long
 SCENARIO = REPO / "scenarios" / "unclean-election.yaml"
 
 
