@@ -7,7 +7,8 @@ import json
 
 import pyarrow.parquet as pq
 import pytest
-from known_runs import clean_run, consumer_run
+from known_consumer_run import consumer_run
+from known_runs import clean_run
 
 from analysis.consumer_rules import KEPT_UP
 from analysis.job import analyze

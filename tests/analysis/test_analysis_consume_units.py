@@ -145,7 +145,7 @@ def test_consume_and_lag_parts_are_screened(tmp_path):
     """A cut consume part is skipped and named; a lag part with a wrong column type is refused in one line."""
     import pyarrow as pa
     import pyarrow.parquet as pq
-    from known_runs import consumer_run
+    from known_consumer_run import consumer_run
 
     from analysis.errors import RunDirError
     from analysis.rundir import LAG_PARTS, open_run_dir
