@@ -5,7 +5,6 @@ when no run had consumers."""
 from __future__ import annotations
 
 import math
-import os
 from html.parser import HTMLParser
 
 import pyarrow.parquet as pq
@@ -113,8 +112,6 @@ def test_no_consumers_section_when_no_run_had_consumers(analysed):
     assert "The runs share no phase." in html  # clean-run has other phases than the incident runs
 
 
-@pytest.mark.skipif(os.environ.get("RMQ_CHAOS_FULL_TESTS") != "1",
-                    reason="a second Spark job in a child process (minutes on a loaded machine): RMQ_CHAOS_FULL_TESTS=1")
 def test_a_matrix_ends_with_its_comparison_page(analysed, tmp_path, capsys):
     """`rmq-chaos run` of a matrix calls `compare_runs` with its run directories at the end: the page is written
     beside them, named after the first, with the per-phase table; a run without a verdict is left out."""
