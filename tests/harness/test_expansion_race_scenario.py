@@ -1,8 +1,8 @@
-"""`scenarios/syncstateset-expansion-race.yaml` (issue 26, apache/rocketmq#5663) on the emulator, as a user runs it:
-the slave, frozen until the master dropped it from the SyncStateSet, is thawed, catches up and is taken back in
-(about 10 s after the thaw); 15 s after the thaw the master is SIGKILLed. Unclean election is off, so the slave can be elected only because it is
-back in the set: it is, it is elected, and nothing acknowledged is lost. Every expectation of the file holds; real
-5.3.0 figures of the same file: docs/fidelity.md. About 2.5 minutes
+"""`scenarios/syncstateset-expansion-race.yaml` (issue 26, apache/rocketmq#5663) on the emulator, as a user runs it: the
+slave, frozen until the master dropped it from the SyncStateSet, is thawed, catches up and is taken back in (about 10
+s after the thaw); 15 s after the thaw the master is SIGKILLed. Unclean election is off, so the slave can be elected
+only because it is back in the set: it is, it is elected, and nothing acknowledged is lost. Every expectation of the
+file holds; real 5.3.0 figures of the same file: docs/fidelity.md. About 2.5 minutes
 (tests/emulator/test_emu_controller_sync_state_set.py covers the SyncStateSet rule alone)."""
 from __future__ import annotations
 
