@@ -77,12 +77,11 @@ class AllocateMappedFileService:
                 if self._table.get(req.path) is not req:
                     continue
             begin = time.monotonic()
+            if self.pool is not None and not self.has_exception:  # 4.9.1 looks for a MappedFile service first,
+                store_log.warning("Use default implementation.")  # finds none and says so (not at each retry here)
             try:
-                buffer = self.pool.borrow() if self.pool is not None else None
-                mapped = MappedFile(req.path, req.size, buffer)
+                mapped = MappedFile(req.path, req.size)
             except OSError as e:
-                if buffer is not None and self.pool is not None:
-                    self.pool.give_back(buffer)
                 with self._cond:
                     self.has_exception = True
                     self._queue.appendleft(req)
@@ -92,6 +91,8 @@ class AllocateMappedFileService:
                     store_log.warning("AllocateMappedFileService service has exception. %s", e)
                 time.sleep(RETRY_SLEEP_S)
                 continue
+            if self.pool is not None:  # the file first, then its buffer, as 4.9.1's MappedFile.init: a creation
+                mapped.write_buffer = self.pool.borrow()  # blocked on a frozen disk takes none meanwhile
             elapsed_ms = (time.monotonic() - begin) * 1000
             if elapsed_ms > 10:
                 store_log.warning("create mappedFile spent time(ms) %d queue size %d %s %d", elapsed_ms,

@@ -19,6 +19,7 @@ from emulator.store.mapped_file_queue import MappedFileQueue
 GROUP_COMMIT_WAIT_S = 0.010
 OS_PAGE_SIZE = 4096
 SLOW_FLUSH_LOG_MS = 500
+SLOW_COMMIT_LOG_MS = 500
 """FlushRealTimeService logs "Flush data to disk costs {} ms" past this (the real 4.9.1 with its disk throttled to
 1 MiB/s: 5 lines, 1024 to 14546 ms; docs/diagnose.md)."""
 
@@ -143,6 +144,7 @@ class CommitRealTimeService(ServiceThread):
         while not self.stopped:
             self.wait_for_running(self.config.get_int("commitIntervalCommitLog") / 1000.0)
             VM_STATE.poll()
+            begin = time.monotonic()
             try:
                 for mf in list(self.queue.files):
                     if mf.write_buffer is None:
@@ -155,3 +157,7 @@ class CommitRealTimeService(ServiceThread):
                 self.flush_service.wake.set()
             except OSError as e:
                 store_log.warning("CommitRealTimeService service has exception. %s", e)
+                continue
+            past_ms = int((time.monotonic() - begin) * 1000)
+            if past_ms > SLOW_COMMIT_LOG_MS:  # as 4.9.1's: a commit held up by the disk (a frozen store) shows
+                store_log.info("Commit data to file costs %d ms", past_ms)
