@@ -19,9 +19,11 @@ from emulator.store.mapped_file_queue import MappedFileQueue
 GROUP_COMMIT_WAIT_S = 0.010
 OS_PAGE_SIZE = 4096
 SLOW_FLUSH_LOG_MS = 500
-SLOW_COMMIT_LOG_MS = 500
 """FlushRealTimeService logs "Flush data to disk costs {} ms" past this (the real 4.9.1 with its disk throttled to
 1 MiB/s: 5 lines, 1024 to 14546 ms; docs/diagnose.md)."""
+SLOW_COMMIT_LOG_MS = 500
+"""CommitRealTimeService logs "Commit data to file costs {} ms" past this (the real 4.9.1 with its store frozen for
+20 s: one line, 19941 ms at the thaw; docs/fidelity.md)."""
 
 
 class GroupCommitRequest:
