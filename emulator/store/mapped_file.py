@@ -15,7 +15,7 @@ def offset_to_name(offset: int) -> str:
 
 
 class MappedFile:
-    def __init__(self, path: str, size: int, write_buffer: Mapping | None = None) -> None:
+    def __init__(self, path: str, size: int) -> None:
         self.path = path
         self.file_size = size
         self.file_from_offset = int(os.path.basename(path))
@@ -28,7 +28,7 @@ class MappedFile:
             os.close(fd)
             raise
         self.fd = fd
-        self.write_buffer = write_buffer
+        self.write_buffer: Mapping | None = None  # a transient-pool buffer: the allocator's, once the file is made
         self.wrote = 0
         self.committed = 0
         self.flushed = 0

@@ -1,9 +1,9 @@
-"""`scenarios/master-killed-controller-consumers.yaml` (issue 26) on the emulator, as a user runs it: consumer groups
-in controller mode. The master is SIGKILLed under two groups; the consumers' admin calls follow the master role
-(the lag collector asks broker-1 once it is elected), every acknowledged send is delivered to both groups, and the
-report gives each group's offset rewind; `rmq-chaos diagnose` names the run's logs `controller-failover-offsets` (the new
-master's last offset sync as a slave, before its election). Every expectation of the file holds; real 5.3.0 figures of the same file:
-docs/fidelity.md. About 3 minutes."""
+"""`scenarios/master-killed-controller-consumers.yaml` (issue 26) on the emulator, as a user runs it: consumer groups in
+controller mode. The master is SIGKILLed under two groups; the consumers' admin calls follow the master role (the lag
+collector asks broker-1 once it is elected), every acknowledged send is delivered to both groups, and the report
+gives each group's offset rewind; `rmq-chaos diagnose` names the run's logs `controller-failover-offsets` (the new
+master's last offset sync as a slave, before its election). Every expectation of the file holds; real 5.3.0 figures
+of the same file: docs/fidelity.md. About 3 minutes."""
 from __future__ import annotations
 
 from pathlib import Path
