@@ -96,6 +96,17 @@ class VersionProfile:
         return 64 * 1024 if self.is_4_9_1 else None
 
     @property
+    def reads_magic_v2(self) -> bool:
+        """5.1+ `checkMessageAndReturnSize` takes MESSAGE_MAGIC_CODE_V2 records (a 2-byte topic length); up to 5.0
+        only MESSAGE_MAGIC_CODE is a message, any other magic code ends recovery and dispatch there."""
+        return self.is_5x and tuple(_numbers(self.release)[:2]) >= (5, 1)
+
+    @property
+    def logs_half_message(self) -> bool:
+        """5.x recovery logs `found a half message at N, it will be truncated.` before a torn record it cuts off."""
+        return self.is_5x
+
+    @property
     def slave_rejects_send(self) -> bool:
         """5.x `SendMessageProcessor.rejectRequest` also rejects on a slave that is not acting master."""
         return self.is_5x

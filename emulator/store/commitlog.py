@@ -1,7 +1,8 @@
 """The commitlog: every message of every topic appended to fixed-size mapped files under the put-message lock, whose
 begin time (`beginTimeInLock`) tells how long the current put has held it; a message that does not fit ends the
 file with a blank record and goes to the next file; a slave appends the master's bytes as they come (`appendData`);
-start-up recovery finds the last valid message by magic code, size and body CRC."""
+start-up recovery ends at the first record `checkMessageAndReturnSize` does not take
+(`emulator.store.message_check`)."""
 from __future__ import annotations
 
 import struct
@@ -11,8 +12,9 @@ from dataclasses import dataclass
 
 from emulator.logs import store_log
 from emulator.store.mapped_file_queue import MappedFileQueue
+from emulator.store.message_check import check_message
 from remoting.message_id import host_bytes
-from remoting.stored import BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2, body_crc
+from remoting.stored import BLANK_MAGIC_CODE
 
 END_FILE_MIN_BLANK_LENGTH = 4 + 4
 QUEUE_OFFSET_POS = 20
@@ -22,7 +24,6 @@ BORNHOST_POS = 48
 BORNHOST_V6_FLAG = 0x10
 _LONG = struct.Struct(">q")
 _SIZE_MAGIC = struct.Struct(">ii")
-_HEAD = struct.Struct(">iiiiiqqiq")
 
 
 @dataclass(slots=True)
@@ -41,7 +42,8 @@ def now_ms() -> float:
 
 
 class CommitLog:
-    def __init__(self, queue: MappedFileQueue, store_host: str, append_through_mapping: bool) -> None:
+    def __init__(self, queue: MappedFileQueue, store_host: str, append_through_mapping: bool, *,
+                 reads_magic_v2: bool = False, logs_half_message: bool = False) -> None:
         self.queue = queue
         self.file_size = queue.file_size
         self.put_lock = threading.Lock()
@@ -49,6 +51,8 @@ class CommitLog:
         self.topic_queue_table: dict[str, int] = {}
         self._host_hex = host_bytes(store_host).hex().upper()
         self._append_through_mapping = append_through_mapping
+        self.reads_magic_v2 = reads_magic_v2
+        self._logs_half_message = logs_half_message
 
     # --- master: put ------------------------------------------------------------------------------------------
     def put_message(self, encoded: bytearray, topic: str, queue_id: int) -> AppendResult:
@@ -140,41 +144,46 @@ class CommitLog:
         return offset + self.file_size - offset % self.file_size
 
     # --- recovery ---------------------------------------------------------------------------------------------
-    def recover(self, check_crc: bool) -> int:
-        """Scan the files for the last valid message; truncate what follows; returns the max offset."""
+    def recover(self, check_crc: bool, last_exit_ok: bool = True) -> int:
+        """`recoverNormally` (`recoverAbnormally` after a crash: its log lines) over every file: take records while
+        `checkMessageAndReturnSize` does (a blank goes on to the next file), truncate from the first it does not
+        take; returns the max offset."""
         end = 0
-        for mf in self.queue.files:
-            pos = 0
-            complete = False
-            while pos + 8 <= self.file_size:
-                size, magic = _SIZE_MAGIC.unpack(mf.read(pos, 8))
-                if magic == BLANK_MAGIC_CODE and size > 0:
-                    complete = True
-                    break
-                if magic not in (MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2) or size <= _HEAD.size \
-                        or pos + size > self.file_size:
-                    break
-                if check_crc and not _crc_ok(mf.read(pos, size)):
-                    store_log.warning("CheckMessageAndReturnSizeOld: CRC check failed at %d",
-                                      mf.file_from_offset + pos)
-                    break
-                pos += size
-            if pos == self.file_size:
-                complete = True
-            end = mf.file_from_offset + (self.file_size if complete else pos)
+        for i, mf in enumerate(self.queue.files):
+            if i:
+                store_log.info("recover next physics file, %s", mf.path)
+            pos, complete = self._recover_file(mf, check_crc, last_exit_ok)
+            end = mf.file_from_offset + pos
             if not complete:
                 break
+        else:
+            if self.queue.files:
+                store_log.info("recover last 3 physics file over, last mapped file %s" if last_exit_ok else
+                               "recover physics file over, last mapped file %s", self.queue.files[-1].path)
         self.queue.truncate_dirty(end)
         self.queue.flushed_where = self.queue.committed_where = end
-        store_log.info("recover physics file end, %d", end)
         return end
 
-
-def _crc_ok(message: bytes) -> bool:
-    from remoting.stored import decode_stored_message
-
-    try:
-        msg, _ = decode_stored_message(message, 0, uncompress=False)
-    except Exception:
-        return False
-    return body_crc(msg.body) == msg.body_crc
+    def _recover_file(self, mf, check_crc: bool, last_exit_ok: bool) -> tuple[int, bool]:
+        """(where the file's valid records end, whether it ended with a blank); reads the mapping in place, as the
+        broker reads its slice of the file."""
+        view = memoryview(mf.mapping.mm)
+        try:
+            pos = 0
+            while True:
+                req = check_message(view, pos, self.file_size, check_crc=check_crc, accept_v2=self.reads_magic_v2)
+                if req.success and req.msg_size > 0:
+                    pos += req.msg_size
+                elif req.success:
+                    return self.file_size, True
+                else:
+                    if req.msg_size > 0 and self._logs_half_message:
+                        store_log.warning("found a half message at %d, it will be truncated.",
+                                          mf.file_from_offset + pos)
+                    if last_exit_ok:
+                        store_log.info("recover physics file end, %s", mf.path)
+                    else:
+                        store_log.info("recover physics file end, %s pos=%d", mf.path, req.read_to)
+                    return pos, False
+        finally:
+            view.release()

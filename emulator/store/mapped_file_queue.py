@@ -86,7 +86,7 @@ class MappedFileQueue:
             try:
                 os.makedirs(self.store_path, exist_ok=True)
                 mapped = MappedFile(next_path, self.file_size)
-            except OSError as e:
+            except (OSError, ValueError) as e:  # ValueError: a path the OS cannot name (a NUL in a topic)
                 store_log.error("create mappedFile exception %s", e)
         if mapped is not None:
             with self._lock:

@@ -11,11 +11,12 @@ from __future__ import annotations
 import os
 import shutil
 import struct
+import threading
 import time
 
 from emulator.config.broker_config import BrokerConfig
 from emulator.logs import store_log
-from emulator.store import truncation
+from emulator.store import abort_file, truncation
 from emulator.store.allocate_service import AllocateMappedFileService
 from emulator.store.checkpoint import StoreCheckpoint
 from emulator.store.commitlog import AppendResult, CommitLog
@@ -39,6 +40,8 @@ PUT_OK = "PUT_OK"
 SYSFLAG_POS = 4 + 4 + 4 + 4 + 4 + 8 + 8
 BORN_HOST_POS = SYSFLAG_POS + 4 + 8
 STORE_TIMESTAMP_END = BORN_HOST_POS + 20 + 8
+CQ_PUT_TRIES = 30
+CQ_PUT_RETRY_S = 1.0
 
 
 class MessageStore:
@@ -53,7 +56,8 @@ class MessageStore:
             if config.transient_store_pool_enabled else None
         self.allocator = AllocateMappedFileService(self.pool)
         queue = MappedFileQueue(config.commitlog_dir(), file_size, self.allocator)
-        self.commitlog = CommitLog(queue, store_host, profile.slave_append_through_mapping)
+        self.commitlog = CommitLog(queue, store_host, profile.slave_append_through_mapping,
+                                   reads_magic_v2=profile.reads_magic_v2, logs_half_message=profile.logs_half_message)
         self.consume_queues: dict[tuple[str, int], ConsumeQueue] = {}
         self.stats = StoreStats()
         self.reput = ReputService(self.commitlog, self)
@@ -66,6 +70,9 @@ class MessageStore:
             if self.pool else None
         self.controller_mode = config.controller_mode
         self._recovering = False
+        self._shutdown_event = threading.Event()
+        self.logics_queue_error = False
+        """`RunningFlags.WRITE_LOGICS_QUEUE_ERROR_BIT`: a consume queue could not be written 30 times in a row."""
         self.fenced = False
         """controller mode: refuse puts until the broker has registered with the controller (`RunningFlags.FENCED`)"""
         self.checkpoint = StoreCheckpoint(self.root) if self.controller_mode else None
@@ -85,7 +92,7 @@ class MessageStore:
         os.makedirs(self.config.commitlog_dir(), exist_ok=True)
         if not self.commitlog.queue.load():
             raise OSError(f"commitlog files in {self.config.commitlog_dir()} do not match mappedFileSizeCommitLog")
-        end = self.commitlog.recover(self.config.get_bool("checkCRCOnRecover"))
+        end = self.commitlog.recover(self.config.get_bool("checkCRCOnRecover"), abort_file.last_exit_ok(self.root))
         cq_dir = os.path.join(self.root, "consumequeue")
         if os.path.isdir(cq_dir):
             shutil.rmtree(cq_dir)
@@ -104,8 +111,10 @@ class MessageStore:
         truncation.recover_topic_queue_table(self)
         store_log.info("recover end, commitlog max offset %d, %d consume queues rebuilt", end,
                        len(self.consume_queues))
+        store_log.info("load over, and the max phy offset = %d", self.commitlog.max_offset())
 
     def start(self) -> None:
+        abort_file.create(self.root)
         if self.checkpoint is not None:
             self.checkpoint.start()
         for service in (self.allocator, self.flush_service, self.commit_service, self.watcher, self.reput,
@@ -116,6 +125,7 @@ class MessageStore:
 
     def shutdown(self) -> None:
         self.shutdown_flag = True
+        self._shutdown_event.set()
         self.ha.shutdown()
         for service in (self.reput, self.flush_service, self.commit_service, self.watcher, self.stats,
                         self.allocator):
@@ -123,6 +133,7 @@ class MessageStore:
                 service.shutdown()
         if self.checkpoint is not None:
             self.checkpoint.shutdown()
+        abort_file.remove_at_shutdown(self.root, not self.logics_queue_error, self.dispatch_behind_bytes())
 
     # --- put --------------------------------------------------------------------------------------------------
     def is_os_page_cache_busy(self) -> bool:
@@ -139,7 +150,7 @@ class MessageStore:
     def check_store_status(self) -> str:
         if self.shutdown_flag:
             return "SERVICE_NOT_AVAILABLE"
-        if self.config.is_slave or self.fenced:
+        if self.config.is_slave or self.fenced or self.logics_queue_error:
             return "SERVICE_NOT_AVAILABLE"
         if self.is_os_page_cache_busy():
             return "OS_PAGECACHE_BUSY"
@@ -219,9 +230,19 @@ class MessageStore:
         return cq
 
     def dispatch(self, topic: str, queue_id: int, offset: int, size: int, tags_code: int, queue_offset: int) -> None:
+        """`putMessagePositionInfoWrapper`: up to 30 tries a second apart, then the consume queues are marked in
+        error (`makeLogicsQueueError`): no later dispatch is tried and puts answer SERVICE_NOT_AVAILABLE."""
         cq = self.consume_queue(topic, queue_id)
-        if not cq.put(offset, size, tags_code, queue_offset):  # type: ignore[union-attr]
-            store_log.error("[BUG]put commit log position info to %s:%d failed", topic, queue_id)
+        for attempt in range(CQ_PUT_TRIES if not self.logics_queue_error else 0):
+            if cq.put(offset, size, tags_code, queue_offset):  # type: ignore[union-attr]
+                break
+            store_log.warning("[BUG]put commit log position info to %s:%d %d failed, retry %d times", topic, queue_id,
+                              offset, attempt)
+            if self._shutdown_event.wait(CQ_PUT_RETRY_S):
+                return
+        else:
+            store_log.error("[BUG]consume queue can not write, %s %d", topic, queue_id)
+            self.logics_queue_error = True
         listener = self.message_arriving
         if listener is not None:
             listener(topic, queue_id, queue_offset + 1)

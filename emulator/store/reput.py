@@ -1,9 +1,10 @@
-"""`ReputMessageService`: reads the commitlog from where it left off and appends each valid message's position to
-its consume queue. A blank record rolls to the next file; an invalid one (bytes a failed write never stored) stops
-the dispatch there until valid bytes appear, as on a 4.9.1 slave."""
+"""`ReputMessageService`: reads the commitlog from where it left off and appends each message's position to its consume
+queue, taking exactly the records `checkMessageAndReturnSize` takes (`emulator.store.message_check`). A blank record
+rolls to the next file; a torn one (its fields add up to another size) is skipped with the broker's `[BUG]` line;
+bytes that are no record (a failed write never stored them) stop the dispatch there until valid bytes appear, as on
+a 4.9.1 slave, while a master (broker id 0) skips the rest of what it read, as the broker does."""
 from __future__ import annotations
 
-import struct
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -12,41 +13,10 @@ from emulator.logs import store_log
 from emulator.safepoint import VM_STATE
 from emulator.service_thread import ServiceThread
 from emulator.store.commitlog import CommitLog
-from remoting.hashmap import java_string_hash
-from remoting.message import string_to_properties
-from remoting.stored import BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2
+from emulator.store.message_check import check_message
 
 READ_CHUNK = 4 * 1024 * 1024
 IDLE_WAIT_S = 0.001
-_HEAD = struct.Struct(">iiiiiqqiq")
-_TAIL = struct.Struct(">iqi")
-
-
-def _signed(h: int) -> int:
-    return h - (1 << 32) if h & 0x80000000 else h
-
-
-def parse_dispatch(buf: bytes, pos: int) -> tuple[int, str, int, int, int, int] | None:
-    """(size, topic, queue_id, queue_offset, physical_offset, tags_code) of the message at `pos`, None if invalid."""
-    size, magic, _crc, queue_id, _flag, queue_offset, phy, sys_flag, _born = _HEAD.unpack_from(buf, pos)
-    if magic not in (MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2) or size <= _HEAD.size or pos + size > len(buf):
-        return None
-    p = pos + _HEAD.size + (20 if sys_flag & 0x10 else 8) + 8 + (20 if sys_flag & 0x20 else 8)
-    _reconsume, _prepared, body_len = _TAIL.unpack_from(buf, p)
-    p += 16 + body_len
-    if magic == MESSAGE_MAGIC_CODE:
-        topic_len = buf[p]
-        p += 1
-    else:
-        (topic_len,) = struct.unpack_from(">h", buf, p)
-        p += 2
-    topic = buf[p : p + topic_len].decode("utf-8", "replace")
-    p += topic_len
-    (props_len,) = struct.unpack_from(">h", buf, p)
-    props = buf[p + 2 : p + 2 + props_len].decode("utf-8", "replace")
-    tags = string_to_properties(props).get("TAGS") if "TAGS" in props else None
-    tags_code = _signed(java_string_hash(tags)) if tags else 0
-    return size, topic, queue_id, queue_offset, phy, tags_code
 
 
 class ReputService(ServiceThread):
@@ -56,6 +26,7 @@ class ReputService(ServiceThread):
         self.store = store
         self.reput_from = 0
         self._warned_at = -1
+        self._torn_size = 0
         self._lock = threading.Lock()
 
     def behind(self) -> int:
@@ -86,38 +57,63 @@ class ReputService(ServiceThread):
         """Dispatch what is readable now; True if anything moved."""
         moved = False
         end = self.store.reput_end()
+        want = READ_CHUNK
         while self.reput_from < end:
-            data = self.commitlog.get_data(self.reput_from, min(READ_CHUNK, end - self.reput_from))
+            want = min(want, end - self.reput_from)
+            data = self.commitlog.get_data(self.reput_from, want)
             if data is None:
-                if self.commitlog.queue.find(self.reput_from) is None and self.reput_from < end:
+                if self.commitlog.queue.find(self.reput_from) is None:
                     self.reput_from = self.commitlog.roll_next_file(self.reput_from)
                     continue
                 return moved
-            pos = 0
-            n = len(data)
-            while pos + 8 <= n:
-                size, magic = struct.unpack_from(">ii", data, pos)
-                if magic == BLANK_MAGIC_CODE and size > 0:
-                    self.reput_from = self.commitlog.roll_next_file(self.reput_from + pos)
-                    pos = -1
-                    break
-                if pos + max(size, 8) > n and size > 0 and magic in (MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2):
-                    break
-                parsed = parse_dispatch(data, pos)
-                if parsed is None:
-                    offset = self.reput_from + pos
-                    if self._warned_at != offset:
-                        self._warned_at = offset
-                        store_log.warning("found a illegal magic code 0x%x at %d, dispatch stops here", magic & 0xFFFFFFFF,
-                                          offset)
-                    self.reput_from = offset
-                    return moved
-                size, topic, queue_id, queue_offset, phy, tags_code = parsed
-                self.store.dispatch(topic, queue_id, phy, size, tags_code, queue_offset)
-                pos += size
-                moved = True
-            if pos > 0:
-                self.reput_from += pos
-            elif pos == 0:
-                return moved
+            pos, verdict = self._dispatch_read(data)
+            moved = moved or pos > 0
+            self.reput_from += pos
+            if verdict == "roll":
+                self.reput_from = self.commitlog.roll_next_file(self.reput_from)
+            elif verdict == "torn":
+                self.reput_from += self._torn_size
+            elif verdict == "underflow" and len(data) == want and self.reput_from + want - pos < end:
+                # the read was cut short by its own size, not by the readable end: read on from the record
+                want = READ_CHUNK if pos else 2 * want
+            elif verdict == "underflow" and len(data) == want:
+                return moved  # a record across the dispatch end (a confirm offset): wait for it
+            elif verdict in ("underflow", "unreadable"):
+                return self._unreadable(len(data) - pos) or moved
+            else:
+                want = READ_CHUNK
         return moved
+
+    def _dispatch_read(self, data: bytes) -> tuple[int, str]:
+        """Dispatch the whole messages at the start of `data` (read at `reput_from`): how far they reach, and what
+        stopped them: `end` (the data), `roll` (a blank), `torn`, `underflow` (a record past the data's end) or
+        `unreadable`."""
+        pos, n = 0, len(data)
+        accept_v2 = self.commitlog.reads_magic_v2
+        while pos < n:
+            offset = self.reput_from + pos
+            req = check_message(data, pos, n, check_crc=False, read_body=False, accept_v2=accept_v2,
+                                quiet=self._warned_at == offset)
+            if req.success and req.msg_size > 0:
+                self.store.dispatch(req.topic, req.queue_id, req.commitlog_offset, req.msg_size, req.tags_code,
+                                    req.queue_offset)
+                pos += req.msg_size
+                continue
+            if req.success:
+                return pos, "roll"
+            if req.msg_size > 0:
+                store_log.error("[BUG]read total count not equals msg total size. reputFromOffset=%d", offset)
+                self._torn_size = req.msg_size
+                return pos, "torn"
+            self._warned_at = offset
+            return pos, "underflow" if req.underflow else "unreadable"
+        return pos, "end"
+
+    def _unreadable(self, rest: int) -> bool:
+        """Bytes at `reput_from` that are no record: a slave waits there (they may be rewritten); a master (broker
+        id 0) skips the rest of what it read, as `doReput` does. True if it moved."""
+        if self.store.config.get_int("brokerId") != 0:
+            return False
+        store_log.error("[BUG]dispatch message to consume queue error, COMMITLOG OFFSET: %d", self.reput_from)
+        self.reput_from += rest
+        return rest > 0

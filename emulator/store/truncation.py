@@ -5,12 +5,10 @@ there (later files are deleted), the queue offsets are recounted from the consum
 the smaller of where it was and the cut."""
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterator
 
 from emulator.logs import store_log
-from emulator.store.reput import parse_dispatch
-from remoting.stored import BLANK_MAGIC_CODE
+from emulator.store.message_check import DispatchRequest, check_message
 
 READ_CHUNK = 4 * 1024 * 1024
 
@@ -45,17 +43,18 @@ def truncate_files(store, offset: int) -> bool:
     return True
 
 
+def _check(store, data: bytes, pos: int) -> DispatchRequest:
+    return check_message(data, pos, len(data), check_crc=False, accept_v2=store.commitlog.reads_magic_v2, quiet=True)
+
+
 def is_offset_aligned(store, offset: int) -> bool:
     data = store.commitlog.get_data(offset, READ_CHUNK)
-    if not data:
-        return True
-    size, magic = struct.unpack_from(">ii", data) if len(data) >= 8 else (0, 0)
-    return (magic == BLANK_MAGIC_CODE and size > 0) or parse_dispatch(data, 0) is not None
+    return not data or _check(store, data, 0).success
 
 
-def whole_messages(store, offset: int) -> Iterator[tuple[int, tuple | None]]:
-    """Walk whole messages (and file-end blanks) from `offset`: yields (the offset after it, the message as
-    `parse_dispatch` gives it, None for a blank) until a message is not whole or the log ends."""
+def whole_messages(store, offset: int) -> Iterator[tuple[int, DispatchRequest | None]]:
+    """Walk whole messages (and file-end blanks) from `offset` as `truncateInvalidMsg` does: yields (the offset
+    after it, the message, None for a blank) until a record `checkMessageAndReturnSize` does not take, or the end."""
     commitlog = store.commitlog
     end = store.max_phy_offset()
     while offset < end:
@@ -63,20 +62,19 @@ def whole_messages(store, offset: int) -> Iterator[tuple[int, tuple | None]]:
         if not data:
             return
         pos = 0
-        while pos + 8 <= len(data):
-            size, magic = struct.unpack_from(">ii", data, pos)
-            if magic == BLANK_MAGIC_CODE and size > 0:
+        while pos < len(data):
+            req = _check(store, data, pos)
+            if req.success and req.msg_size == 0:
                 offset = commitlog.roll_next_file(offset + pos)
                 yield offset, None
                 pos = -1
                 break
-            if size > 0 and pos + size > len(data) and len(data) == READ_CHUNK:
+            if req.underflow and pos > 0 and len(data) == READ_CHUNK:
                 break  # a message across this chunk's end: read on from it
-            parsed = parse_dispatch(data, pos)
-            if parsed is None:
+            if not req.success:
                 return
-            pos += size
-            yield offset + pos, parsed
+            pos += req.msg_size
+            yield offset + pos, req
         if pos == -1:
             continue
         if pos == 0:
@@ -111,7 +109,6 @@ def compensate_for_ha(store, table: dict[str, int]) -> None:
     for after, parsed in whole_messages(store, offset):
         if parsed is None:
             continue
-        _size, topic, queue_id, queue_offset, _phy, _tags = parsed
-        key = f"{topic}-{queue_id}"
-        table[key] = queue_offset + 1
+        key = f"{parsed.topic}-{parsed.queue_id}"
+        table[key] = parsed.queue_offset + 1
         store_log.info("Correcting. Key:%s, start read Offset: %d", key, after)
