@@ -30,6 +30,14 @@ class RunProgress:
     def __exit__(self, *exc: object) -> None:
         self._live.__exit__(*exc)  # type: ignore[arg-type]
 
+    def stop(self) -> None:
+        """End the live panel now (the process is about to end without its wind-down): the terminal gets its
+        cursor back."""
+        try:
+            self._live.stop()
+        except Exception:  # noqa: BLE001 - best effort on the way out
+            self.console.show_cursor(True)
+
     def step(self, text: str, style: str = "") -> None:
         self.console.print(Text(text, style=style))
 

@@ -11,7 +11,8 @@ Ctrl-C / SIGTERM at any point, or a part of the harness failing (its records can
 process died: `harness.watch`): the load stops first (rows sent after the moment are labelled `interrupted`, never
 the phase it cut short), then the consumers, and only then are faults reverted, so no row is recorded while the
 cluster changes back; then collectors, logs, cluster down, `run_end` with status `interrupted` or `failed`; the
-directory stays analyzable. A second signal during that clean-up is ignored (reported).
+directory stays analyzable. A second signal ends the process at once, saying what `rmq-chaos cleanup` will undo
+(`harness.interrupts`); a signal during the analysis stops the analysis (the verdict is unknown).
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness import run_end, run_ids
+from harness import interrupts, run_end, run_ids
 from harness.collectors.thread_dumps import for_backend as thread_dumps_of
 from harness.faultdriver import FaultDriver
 from harness.node_exits import exited, node_exits
@@ -77,17 +78,25 @@ class Runner:
         """Wall time the run was cut short (a signal, a harness failure): rows intended from then are `interrupted`."""
         self._labelled = False
         self._dropped_before = 0
+        self._state_path: Path | None = None
         self.kept: Any = None
 
     # --- signals ----------------------------------------------------------------------------------------------
 
     def _on_signal(self, signum: int, _frame: Any) -> None:
         name = signal.Signals(signum).name
-        if self._cleaning or self._signal:
+        if self._signal:
             if self._progress:
-                self._progress.step(f"{name}: cleaning up, please wait (faults are being reverted)", "yellow")
+                self._progress.stop()
+            interrupts.exit_now(name, self._state_path, interrupts.hosts_of(self.scenario))
+        if self._cleaning:
+            self._signal = name
+            self._say(f"{name}: winding down already (load stopped, faults reverted, cluster taken down); a second "
+                      f"signal stops at once", "yellow")
             return
         self._signal = name
+        self._say(f"{name}: winding down: load stopped, rows fetched, faults reverted, cluster taken down (a second "
+                  f"signal stops at once)", "yellow")
         self._cut_ns = self._cut_ns or time.time_ns()
         if self._watch is not None:
             self._watch.interrupt(name)
@@ -106,6 +115,7 @@ class Runner:
         from faults.journal import Journal, default_state_dir
 
         state_dir = Path(self.state_dir) if self.state_dir else default_state_dir()
+        self._state_path = state_dir
         from harness.diskspace import check_space
 
         space_warnings = check_space(self.scenario, self.out_dir, state_dir)  # NotEnoughSpace: nothing made yet
@@ -135,7 +145,9 @@ class Runner:
             run_ids.release(rd.run_id)  # the cluster is down (a kept one keeps its cgroups, which hold the name)
         rd.event("run_end", run_id=rd.run_id, scenario=self.scenario.name, status=status, error=error)
         run_end.compact_parts(rd.root, self._say)
-        code = self._analysis(rd, status)
+        code, stopped = self._analysis(rd, status)
+        if stopped and status == STATUS_COMPLETED:  # the run is whole; the command stops here (a matrix too)
+            status, error = STATUS_INTERRUPTED, f"analysis stopped by {stopped}"
         return RunResult(rd.root, status, error, code)
 
     def hold_kept_cluster(self) -> None:
@@ -406,10 +418,11 @@ class Runner:
         if self._progress:
             self._progress.step(text, style)
 
-    def _analysis(self, rd: RunDir, status: str) -> int:
-        """The verdict's exit code (`harness.run_end.analyze`); without the analysis, whether the run completed."""
+    def _analysis(self, rd: RunDir, status: str) -> tuple[int, str | None]:
+        """The verdict's exit code (`harness.run_end.analyze`; without the analysis, whether the run completed) and
+        the signal that stopped the analysis, if one did."""
         if not self.analyze:
-            return 0 if status == STATUS_COMPLETED else EXIT_UNKNOWN
+            return (0 if status == STATUS_COMPLETED else EXIT_UNKNOWN), None
         return run_end.analyze(rd.root, rd.layout.verdict, status == STATUS_COMPLETED, self._say)
 
 

@@ -93,11 +93,16 @@ def _up(args: argparse.Namespace) -> int:
 
 
 def _hold(scenario, out: str, report_fd: int | None) -> int:
+    """Stand the cluster up and hold it until Ctrl-C/SIGTERM, then take it down. A signal while it comes up stops
+    that and takes down what was made; a second signal ends this process at once, saying what `rmq-chaos cleanup`
+    will undo (`harness.interrupts`). Every failure is one line."""
+    import threading
+
     from faults.cleanup import cleanup
     from faults.journal import Journal, default_state_dir
+    from harness import interrupts
     from harness.backends.factory import make_backend
     from harness.rundir import RunDir
-    from harness.runner import hold_until_signal
 
     def report(text: str) -> None:
         if report_fd is not None:
@@ -108,27 +113,53 @@ def _hold(scenario, out: str, report_fd: int | None) -> int:
     cleanup(state_dir)
     rd = RunDir.create(out, scenario, f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{scenario.name}-cluster")
     backend = make_backend(scenario, rd, Journal(state_dir), state_dir)
-    previous = signal.signal(signal.SIGTERM, _interrupt)
+    got: list[str] = []
+    going_down = threading.Event()
+
+    def on_signal(signum: int, _frame: object) -> None:
+        name = signal.Signals(signum).name
+        if got:
+            interrupts.exit_now(name, state_dir, interrupts.hosts_of(scenario))
+        got.append(name)
+        if going_down.is_set():
+            print(f"{name}: taking the cluster down already; a second signal stops at once", file=sys.stderr)
+            return
+        raise KeyboardInterrupt(name)
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    code, ready = 0, False
     try:
         backend.up(lambda text: print(text, file=sys.stderr))
+        ready = True
         report(f"ready {backend.cluster_id}")
         print(f"cluster {backend.cluster_id} ready; Ctrl-C or `rmq-chaos cluster down {backend.cluster_id}` "
               "takes it down", file=sys.stderr)
-        signal.signal(signal.SIGTERM, previous)
-        hold_until_signal()
-        return 0
-    except (Exception, KeyboardInterrupt) as err:  # noqa: BLE001 - reported, then everything is taken down
+        held = threading.Event()
+        while not held.wait(1.0):
+            pass
+    except KeyboardInterrupt:
+        if not ready:
+            report(f"error stopped by {got[0] if got else 'SIGINT'} before the cluster was ready")
+            print(f"cluster up stopped by {got[0] if got else 'SIGINT'}; taking down what was made", file=sys.stderr)
+            code = 1
+        else:
+            print(f"{got[0] if got else 'SIGINT'}: taking the cluster down", file=sys.stderr)
+    except Exception as err:  # noqa: BLE001 - reported, then everything is taken down
         report(f"error {type(err).__name__}: {err}")
         print(f"cluster up failed: {err}", file=sys.stderr)
-        return 1
+        code = 1
     finally:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        backend.copy_logs()
-        backend.down()
-
-
-def _interrupt(*_: object) -> None:
-    raise KeyboardInterrupt
+        going_down.set()
+        for what, step in (("copy logs", backend.copy_logs), ("cluster down", backend.down)):
+            try:
+                step()
+            except Exception as err:  # noqa: BLE001 - one line each; `rmq-chaos cleanup` undoes what is left
+                print(f"{what} failed: {err}; {interrupts.left_behind(state_dir, interrupts.hosts_of(scenario))}",
+                      file=sys.stderr)
+                code = 1
+        for s, h in previous.items():
+            signal.signal(s, h)
+    return code
 
 
 def _down(args: argparse.Namespace) -> int:

@@ -134,17 +134,18 @@ def compare_runs(dirs: list) -> None:
     from pathlib import Path
 
     from analysis.contract import RunLayout
+    from harness.run_end import report
 
     analysed = [Path(d) for d in dirs if d is not None and RunLayout(Path(d)).verdict.exists()]
     if len(analysed) < 2:
         return
     out = analysed[0].parent / f"report-compare-{analysed[0].name}"
-    proc = subprocess.run([sys.executable, "-m", "harness.cli", "report", "--no-progress", "--out", str(out),
-                           *map(str, analysed)], check=False, stdout=subprocess.DEVNULL)
-    if (out / "index.html").exists():
+    code, stopped = report(["--no-progress", "--out", str(out), *map(str, analysed)], stdout=subprocess.DEVNULL)
+    if (out / "index.html").exists() and not stopped:
         print(f"comparison of the matrix: {out / 'index.html'}", file=sys.stderr)
     else:
-        print(f"the matrix's comparison page was not written (report exit {proc.returncode})", file=sys.stderr)
+        print(f"the matrix's comparison page was not written ({f'stopped by {stopped}' if stopped else ''}"
+              f"{'' if stopped else f'report exit {code}'})", file=sys.stderr)
 
 
 def room_for(source: str, runs: list, out: str) -> bool:

@@ -9,6 +9,10 @@ is `SshError` with one line naming the host: unreachable, the key refused, an un
     with SshHost(host, control_dir) as ssh:
         ssh.run(["uname", "-m"]).stdout
         proc = ssh.popen(["/opt/venv/bin/python", "-m", "harness.agent"])   # a channel: stdin/stdout pipes
+
+Every `ssh` runs in a session of its own (and so does the master connection it forks): a Ctrl-C in the terminal or a
+SIGTERM to the harness's process group reaches the harness alone, which then still has its channels to stop the
+load on the hosts, fetch their rows, revert faults and take the nodes down (`harness.interrupts`).
 """
 from __future__ import annotations
 
@@ -94,7 +98,7 @@ class SshHost:
         text = not isinstance(input, bytes)
         try:
             proc = subprocess.run(self.argv(command), input=input, capture_output=True, timeout=timeout, text=text,
-                                  check=False)
+                                  check=False, start_new_session=True)
         except subprocess.TimeoutExpired:
             raise SshError(f"host {self.host.name} ({self.host.address}): {shlex.join(command)[:80]} did not finish "
                            f"within {timeout:g} s") from None
@@ -111,6 +115,7 @@ class SshHost:
         self.control_dir.mkdir(parents=True, exist_ok=True)
         kw.setdefault("stdin", subprocess.PIPE)
         kw.setdefault("stdout", subprocess.PIPE)
+        kw.setdefault("start_new_session", True)
         return subprocess.Popen(self.argv(command), **kw)
 
     def put(self, data: bytes, remote_path: str, mode: str = "0644", timeout: float = 300.0) -> None:
@@ -141,7 +146,7 @@ class SshHost:
         """End the multiplexed connection (no-op when none is open)."""
         if self.control_path.exists():
             subprocess.run(["ssh", *self.options(), "-O", "exit", self.host.target], capture_output=True,
-                           timeout=15, check=False)
+                           timeout=15, check=False, start_new_session=True)
 
     def __enter__(self) -> SshHost:
         return self

@@ -6,6 +6,7 @@ recorded), takes the cluster down and marks the run interrupted; the directory s
 from __future__ import annotations
 
 import signal
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -85,5 +86,35 @@ def test_sigint_midway_reverts_and_leaves_an_analyzable_run(tmp_path: Path) -> N
         totals = next(e for e in ev if e["event"] == "load_stop")["totals"]["result"]
         assert requests and len(requests) == totals["fired"]
         assert_nothing_left(state, run_dir.name)
+    finally:
+        end_run(proc, state)
+
+
+def test_a_second_sigint_stops_at_once_and_says_what_cleanup_will_undo(tmp_path: Path) -> None:
+    """The second Ctrl-C, once the first one's wind-down has begun: the process ends now, exit 2, with one line
+    naming what is still applied and made; `rmq-chaos cleanup` then undoes exactly that."""
+    scenario = tmp_path / "killed.yaml"
+    scenario.write_text(SCENARIO, encoding="utf-8")
+    state, out = tmp_path / "state", tmp_path / "runs"
+    proc = rmq_chaos(["run", str(scenario), "--out", str(out), "--no-report"], state, stderr=subprocess.PIPE,
+                     text=True)
+    try:
+        _both_faults_verified(out, proc)
+        proc.send_signal(signal.SIGINT)
+        lines = []
+        for line in proc.stderr:
+            lines.append(line)
+            if "SIGINT: winding down" in line:
+                proc.send_signal(signal.SIGINT)
+                break
+        lines += proc.stderr.readlines()
+        assert proc.wait(60) == 2
+        said = [ln for ln in lines if "SIGINT again: stopping now" in ln]
+        assert len(said) == 1, "".join(lines)[-2000:]
+        assert "`rmq-chaos cleanup` will undo" in said[0] and "store mounts" in said[0], said[0]
+        assert "Traceback" not in "".join(lines)
+        cleanup = rmq_chaos(["cleanup"], state)
+        assert cleanup.wait(180) == 0
+        assert_nothing_left(state, run_dir_of(out).name)
     finally:
         end_run(proc, state)
