@@ -455,10 +455,20 @@ class _Stage:
 
 
 def _one_line_error(err: BaseException) -> bool:
-    """Errors whose message is the whole story (no traceback): the faults' refusals and journal errors."""
+    """Errors whose message is the whole story (no traceback): the faults' refusals, a fault not verified (its
+    measurement against its bound), journal errors, and what a host or its agent answered (one line naming the host:
+    a fault on a host that could not be verified arrives so)."""
     from faults.errors import FaultError
 
-    return isinstance(err, FaultError)
+    if isinstance(err, FaultError):
+        return True
+    if "harness.hosts.agent_client" in sys.modules:
+        from harness.hosts.agent_client import AgentError
+        from harness.hosts.deploy import HostError
+        from harness.hosts.ssh import SshError
+
+        return isinstance(err, AgentError | HostError | SshError)
+    return False
 
 
 def _largest_lag(stage: _Stage) -> int | None:
