@@ -3,17 +3,21 @@ revert their own faults when their lease runs out; this does not wait for that) 
 host's state directory with the harness installed there, so whatever a dead run left on any host (faults, node
 processes, stores and loop devices, cgroups, swap files, firewall chains, qdiscs) is undone. A host without a
 journal (`<workdir>/state`) has nothing to undo, even when the control node died while installing the harness there
-(its work directory or venv missing or half made). Hosts in parallel; a host that cannot be reached, or whose journal
-the harness there cannot replay (not installed completely), is one line and a failed cleanup."""
+(its work directory or venv missing or half made). A journal is replayed only when the work directory and the venv
+carry the harness's marker (`harness.agent.checks.cleanup_facts`, with the host's Python): a directory the harness
+did not make is never touched. Hosts in parallel; a host that cannot be reached, whose directories are not the
+harness's, or whose journal the harness there cannot replay (not installed completely), is one line and a failed
+cleanup."""
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import shutil
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from harness.hosts.bundle import MARKER
+from harness.hosts.deploy import CHECKS
 from harness.hosts.inventory import Host, Inventory
 from harness.hosts.ssh import SshError, SshHost, make_control_dir
 
@@ -21,20 +25,33 @@ from harness.hosts.ssh import SshError, SshHost, make_control_dir
 def clean_host(ssh: SshHost) -> dict[str, Any]:
     """{"host", "ok", "agents_ended", "report" | "error"} for one host."""
     host: Host = ssh.host
-    work = shlex.quote(host.workdir)
+    work, venv = shlex.quote(host.workdir), shlex.quote(host.venv_dir)
+    agents = re.sub(r"([.+])", r"[\1]", host.workdir)  # the path as an extended regex (its characters are plain)
     try:
-        ended = ssh.run(["sh", "-c", f"pids=$(pgrep -f -- '[-]m harness[.]agent --work {host.workdir}( |$)'); "
+        ended = ssh.run(["sh", "-c", f"pids=$(pgrep -f -- '[-]m harness[.]agent --work {agents}( |$)'); "
                                      f"[ -n \"$pids\" ] && kill -KILL $pids; echo $pids"], check=False).stdout.split()
-        python = f"{host.venv_dir}/bin/python"
-        if ssh.run(["test", "-d", f"{host.workdir}/state"], check=False).returncode != 0:
+        # the facts from the host's Python only where there is a journal (a host with none needs no Python)
+        probe = ssh.run(["sh", "-c", f"if [ -d {work}/state ]; then exec {shlex.quote(host.python)} - cleanup {work} "
+                                     f"{venv}; else echo '{{\"state\": false}}'; fi"],
+                        input=CHECKS.read_text(encoding="utf-8"), check=False)
+        try:
+            facts = json.loads(probe.stdout)
+        except ValueError:
+            return {"host": host.name, "ok": False, "error": f"examining {host.workdir} with {host.python} failed "
+                    f"(exit {probe.returncode}): {(probe.stderr.strip().splitlines() or ['no message'])[-1]}"}
+        if not facts["state"]:
             # no journal: nothing was ever made there (a control node killed before or while installing the harness)
             return {"host": host.name, "ok": True, "agents_ended": len(ended), "report": None}
-        marker = f"{shlex.quote(host.venv_dir)}/lib/python*/site-packages/{MARKER}"
-        if ssh.run(["sh", "-c", f"test -x {shlex.quote(python)} && ls {marker}"], check=False).returncode != 0:
-            return {"host": host.name, "ok": False, "error": f"the harness in {host.venv_dir} is missing or was not "
-                    f"installed completely, so the journal in {host.workdir}/state cannot be replayed; run any "
-                    "scenario on this host (it installs the harness) or install it, then cleanup --hosts again"}
-        proc = ssh.run(["sh", "-c", f"cd {work} && RMQ_CHAOS_STATE={work}/state {shlex.quote(python)} -m harness.cli "
+        incomplete = f"the harness in {host.venv_dir} is missing or was not installed completely"
+        if facts["workdir"] or facts["venv"]:
+            return {"host": host.name, "ok": False, "error": f"the journal in {host.workdir}/state is not replayed: "
+                    f"{facts['workdir'] or facts['venv']}" + ("" if facts["harness"] else f"; {incomplete}")}
+        if not facts["harness"]:
+            return {"host": host.name, "ok": False, "error": f"{incomplete}, so the journal in {host.workdir}/state "
+                    "cannot be replayed; run any scenario on this host (it installs the harness) or install it, then "
+                    "cleanup --hosts again"}
+        python = shlex.quote(f"{host.venv_dir}/bin/python")
+        proc = ssh.run(["sh", "-c", f"cd {work} && RMQ_CHAOS_STATE={work}/state {python} -m harness.cli "
                                     f"cleanup --state-dir {work}/state --json"], check=False, timeout=600)
     except SshError as err:
         return {"host": host.name, "ok": False, "error": str(err)}
