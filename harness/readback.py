@@ -96,9 +96,11 @@ def read_back(run_id: str, topic: str, queues: int, sources: list[ReadbackSource
     coverage_path = Path(readback_dir) / READBACK_QUEUES_FILE
     done: list[QueueCoverage] = []
     counts: dict[str, int] = {}
+    several = len({src.broker for src in sources}) > 1
     for src in sources:
-        counts[src.node] = 0
-        with PartWriter(readback_dir, src.node, READBACK_SCHEMA, batch_rows=BATCH_ROWS) as writer:
+        label = f"{src.broker}/{src.node}" if several else src.node  # several broker groups: per group and node
+        counts[label] = 0
+        with PartWriter(readback_dir, label.replace("/", "."), READBACK_SCHEMA, batch_rows=BATCH_ROWS) as writer:
             for queue_id in range(queues):
                 if done and time.monotonic() > deadline:
                     raise ReadbackTimeout(f"read-back passed {timeout_s:g}s before {src.node} queue {queue_id} "
@@ -106,11 +108,11 @@ def read_back(run_id: str, topic: str, queues: int, sources: list[ReadbackSource
                 q = QueueCoverage(src.node, src.broker, queue_id)
                 done.append(q)
                 try:
-                    _read_queue(q, run_id, topic, src, read, offsets, writer, deadline, timeout_s, counts)
+                    _read_queue(q, run_id, topic, src, read, offsets, writer, deadline, timeout_s, counts, label)
                 finally:
                     write_readback_queues(coverage_path, run_id, topic, [asdict(x) for x in done])
                 if progress:
-                    progress(src.node, queue_id, counts[src.node])
+                    progress(label, queue_id, counts[label])
         if time.monotonic() > deadline:
             raise ReadbackTimeout(f"read-back passed {timeout_s:g}s after {src.node}")
     return counts
@@ -118,7 +120,7 @@ def read_back(run_id: str, topic: str, queues: int, sources: list[ReadbackSource
 
 def _read_queue(q: QueueCoverage, run_id: str, topic: str, src: ReadbackSource, read: QueueReader,
                 offsets: OffsetReader, writer: PartWriter, deadline: float, timeout_s: float,
-                counts: dict[str, int]) -> None:
+                counts: dict[str, int], label: str) -> None:
     """Read one queue into `writer`, filling `q`; a QUEUE_ERRORS error ends it (recorded in `q`), a timeout is
     recorded and raised."""
     problems = []
@@ -136,10 +138,10 @@ def _read_queue(q: QueueCoverage, run_id: str, topic: str, src: ReadbackSource, 
             writer.add(_row(run_id, topic, q.queue_id, src, m))
             q.rows += 1
             q.read_to = max(q.read_to, m.queue_offset + 1)
-            counts[src.node] += 1
-            if counts[src.node] % 1000 == 0 and time.monotonic() > deadline:
+            counts[label] += 1
+            if counts[label] % 1000 == 0 and time.monotonic() > deadline:
                 raise ReadbackTimeout(f"read-back of {src.node} queue {q.queue_id} passed {timeout_s:g}s "
-                                      f"({counts[src.node]} rows written)")
+                                      f"({counts[label]} rows written)")
     except ReadbackTimeout as err:
         q.failed(err)
         raise

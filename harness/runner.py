@@ -359,9 +359,10 @@ class Runner:
                       + (f"; {len(incomplete)} queue(s) not read completely" if incomplete else ""),
                       "yellow" if incomplete else "")
         nodes = getattr(backend, "nodes", {})
-        dead = sorted(n for n in {q["node"] for q in incomplete} if n in nodes and exited(nodes[n]))
+        node_of = _readback_node(backend)
+        dead = sorted(n for n in {node_of(q) for q in incomplete} if n in nodes and exited(nodes[n]))
         if dead:
-            first = next(q for q in incomplete if q["node"] == dead[0])
+            first = next(q for q in incomplete if node_of(q) == dead[0])
             raise RuntimeError(f"read-back: {', '.join(dead)} not running ({first['error']}: {first['remark']})")
 
     def _wind_down(self, rd: RunDir, backend: Any, stage: _Stage, progress: RunProgress) -> list[str]:
@@ -469,6 +470,21 @@ def _one_line_error(err: BaseException) -> bool:
 
         return isinstance(err, AgentError | HostError | SshError)
     return False
+
+
+def _readback_node(backend: Any) -> Any:
+    """The node a read-back queue entry was read from: its `node` (the role read) with one broker group, the group's
+    member of that role with several (`harness.topology`)."""
+    topology = getattr(backend, "topology", None)
+    if topology is None or topology.single:
+        return lambda q: q["node"]
+
+    def node(q: dict[str, Any]) -> str:
+        group = next((g for g in topology.groups if g.name == q.get("broker")), None)
+        member = group.member(q["node"]) if group is not None else None
+        return member.node if member is not None else q["node"]
+
+    return node
 
 
 def _largest_lag(stage: _Stage) -> int | None:

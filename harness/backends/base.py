@@ -27,7 +27,8 @@ from harness.collectors.logs import copy_node_logs
 from harness.collectors.metrics import MetricsCollector, MetricsNode
 from harness.readback import ReadbackSource, read_back
 from harness.rundir import RunDir
-from harness.scenario import BROKER_NODES, Scenario, effective_differences
+from harness.scenario import Scenario, effective_differences
+from harness.topology import Topology
 
 WORK_DIR = "work"
 READY_PROBE_TOPIC = "RMQ_CHAOS_READY"
@@ -61,8 +62,9 @@ class ClusterBackend:
         self.namesrv_addr = ""
         self.broker_addrs: dict[str, str] = {}
         self.log_sources: dict[str, list[Path]] = {}
-        self.node_order: tuple[str, ...] = NODE_ORDER
-        self.broker_nodes: tuple[str, ...] = BROKER_NODES
+        self.topology = Topology.of(scenario.cluster)
+        self.node_order: tuple[str, ...] = self.topology.node_order
+        self.broker_nodes: tuple[str, ...] = self.topology.broker_nodes
         self._state_written = False
 
     # --- what a backend provides ------------------------------------------------------------------------------
@@ -110,9 +112,14 @@ class ClusterBackend:
                                               label=f"rmq-{n}")
 
     def role_addrs(self) -> list[str]:
-        """The brokers' addresses, the one holding the master role now first (the consumers' admin calls: who lists
-        a group's consumers, who answers GET_CONSUME_STATS)."""
-        return [self.broker_addrs["master"], self.broker_addrs["slave"]]
+        """The brokers' addresses, the masters first (the consumers' admin calls: who lists a group's consumers, who
+        answers GET_CONSUME_STATS)."""
+        members = sorted(self.topology.members, key=lambda m: m.role != "master")
+        return [self.broker_addrs[m.node] for m in members]
+
+    def masters(self) -> list[str]:
+        """The node of each group's master (master_slave mode: fixed)."""
+        return [m.node for m in self.topology.members if m.role == "master"]
 
     def node_addrs(self) -> dict[str, str]:
         return {n: self.nodes[n].addr for n in self.node_order if n in self.nodes}
@@ -133,14 +140,21 @@ class ClusterBackend:
         return self.relay.listen
 
     def wait_topic_ready(self, say: Callable[[str], None]) -> None:
+        """The topic on every broker, its route naming every group's master, a probe SEND_OK, every slave caught
+        up with its master."""
         t = self.scenario.topic
-        for n in BROKER_NODES:
+        for n in self.broker_nodes:
             brokerclient.create_topic(self.broker_addrs[n], t.name, t.queues)
         deadline = time.monotonic() + self.scenario.cluster.ready_timeout
-        say(f"cluster: waiting for the route of {t.name}, the slave's HA connection and its catch-up")
-        brokerclient.wait_route(self.namesrv_addr, t.name, self.broker_addrs["master"], deadline)
+        slaves = [m.node for m in self.topology.members if m.role == "slave"]
+        say(f"cluster: waiting for the route of {t.name}, "
+            + ("the slave's HA connection and its catch-up" if len(slaves) == 1 else
+               f"the HA connections of {len(slaves)} slaves and their catch-up"))
+        for master in self.masters():
+            brokerclient.wait_route(self.namesrv_addr, t.name, self.broker_addrs[master], deadline)
         brokerclient.wait_probe_send_ok(self.namesrv_addr, READY_PROBE_TOPIC, deadline)
-        self.nodes["slave"].wait_caught_up(max(0.1, deadline - time.monotonic()))
+        for n in slaves:
+            self.nodes[n].wait_caught_up(max(0.1, deadline - time.monotonic()))
 
     def cluster_info(self) -> dict[str, Any]:
         c = self.scenario.cluster
@@ -148,21 +162,25 @@ class ClusterBackend:
         return {
             "backend": self.name, "cluster_id": self.cluster_id, "program": self.program.kind,
             "rocketmq_home": str(self.program.home) if self.program.home else None, "version": c.version,
-            "cluster_name": c.cluster_name, "broker_name": c.broker_name, "namesrv": self.namesrv_addr,
-            "topic": self.scenario.topic.model_dump(), "ha_relay": self.relay is not None,
+            "cluster_name": c.cluster_name, "broker_name": self.topology.groups[0].name,
+            "groups": [{"name": g.name, "members": [m.node for m in g.members]} for g in self.topology.groups],
+            "namesrv": self.namesrv_addr, "topic": self.scenario.topic.model_dump(), "ha_relay": self.relay is not None,
             "nodes": [{"name": n, "role": self.nodes[n].role, "addr": self.nodes[n].addr,
+                       "group": self.topology.member(n).group if n in self.broker_nodes else None,
                        "pid": (self.nodes[n].pids() or [None])[0], "cgroups": self.targets[n].cgroups,
                        "store_mount": self.targets[n].store_mount, "store_device": self.targets[n].store_device,
                        "store_size": c.store_size if n in self.broker_nodes else None,
                        "conf": self.targets[n].extras["conf"]} for n in self.node_order],
-            "requested_config": {n: requested(c, n) for n in self.broker_nodes},
+            "requested_config": {n: requested(c, self.topology.member(n).conf_section) for n in self.broker_nodes},
             "effective_config": effective,
         }
 
     def check_effective(self, effective: dict[str, dict[str, str]]) -> None:
         allowed = set(self.scenario.cluster.allow_keys)
         problems = [f"{n}: {d}" for n in self.broker_nodes
-                    for d in effective_differences(requested(self.scenario.cluster, n), effective[n], allowed)]
+                    for d in effective_differences(requested(self.scenario.cluster,
+                                                             self.topology.member(n).conf_section),
+                                                   effective[n], allowed)]
         if problems:
             raise ClusterError("effective broker config differs from the scenario: " + "; ".join(problems))
 
@@ -178,8 +196,7 @@ class ClusterBackend:
         return collector
 
     def read_back(self, timeout_s: float) -> dict[str, int]:
-        c = self.scenario.cluster
-        sources = [ReadbackSource(n, c.broker_name, self.broker_addrs[n]) for n in BROKER_NODES]
+        sources = [ReadbackSource(m.role, m.group, self.broker_addrs[m.node]) for m in self.topology.members]
         return read_back(self.run_id, self.scenario.topic.name, self.scenario.topic.queues, sources,
                          brokerclient.read_queue, self.rd.layout.readback, timeout_s)
 

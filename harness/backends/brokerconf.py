@@ -34,10 +34,18 @@ class BrokerLayout:
     ha_master_address: str | None = None
     host: str = HOST
     """the address of the broker's host (brokerIP1/brokerIP2): 127.0.0.1 here, the host's on another machine"""
+    group: str | None = None
+    """its broker group's name (`brokerName`; default `cluster.broker_name`)"""
+    role: str | None = None
+    """`master` / `slave` (default: the node's name, as with one group)"""
+
+    @property
+    def broker_role(self) -> str:
+        return self.role or self.node
 
     @property
     def broker_id(self) -> int:
-        return 0 if self.node == "master" else 1
+        return 0 if self.broker_role == "master" else 1
 
     @property
     def addr(self) -> str:
@@ -48,7 +56,7 @@ def broker_properties(cluster: ClusterSpec, layout: BrokerLayout) -> dict[str, A
     """The properties of one broker, in the order they are written."""
     props: dict[str, Any] = {
         "brokerClusterName": cluster.cluster_name,
-        "brokerName": cluster.broker_name,
+        "brokerName": layout.group or cluster.broker_name,
         "brokerId": layout.broker_id,
         "namesrvAddr": layout.namesrv_addr,
         "brokerIP1": layout.host,
@@ -60,14 +68,15 @@ def broker_properties(cluster: ClusterSpec, layout: BrokerLayout) -> dict[str, A
     }
     if layout.ha_master_address:
         props["haMasterAddress"] = layout.ha_master_address
-    props.update(MASTER_DEFAULTS if layout.node == "master" else SLAVE_DEFAULTS)
-    props.update(requested(cluster, layout.node))
+    props.update(MASTER_DEFAULTS if layout.broker_role == "master" else SLAVE_DEFAULTS)
+    props.update(requested(cluster, layout.broker_role))
     return props
 
 
-def requested(cluster: ClusterSpec, node: str) -> dict[str, Any]:
-    """What the scenario asked for this broker (the keys the effective-config check compares)."""
-    return dict(cluster.broker.for_node(node))
+def requested(cluster: ClusterSpec, section: str) -> dict[str, Any]:
+    """What the scenario asked for a broker of this `cluster.broker` section (its role: master, slave; `common` in
+    controller mode): the keys the effective-config check compares."""
+    return dict(cluster.broker.for_node(section))
 
 
 def render(props: Mapping[str, Any]) -> str:

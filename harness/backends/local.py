@@ -1,4 +1,5 @@
-"""The local backend: name server, master and slave as processes on this machine, on free 127.0.0.1 ports, each in
+"""The local backend: the topology's nodes (name server, each broker group's master and slave; `harness.topology`)
+as processes on this machine, on free 127.0.0.1 ports, each in
 its own cgroups (`<controller>/rmq-chaos/<run>/<node>`), each broker's store on its own loop-mounted ext4 image
 (`errors=remount-ro`, size from the scenario), everything journaled before it is made so `rmq-chaos cleanup`
 removes what a dead run left. With the `ha_link` fault (or `cluster.ha_relay: always`) the HA relay sits on the
@@ -13,13 +14,13 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from harness.backends.base import NODE_ORDER, ClusterBackend
+from harness.backends.base import ClusterBackend
 from harness.backends.brokerconf import BrokerLayout, broker_properties, namesrv_properties
 from harness.backends.hosted_node import HostedNode, NodeSpec
 from harness.backends.ports import HOST, PortPicker
 from harness.backends.programs import Program
 from harness.rundir import RunDir
-from harness.scenario import BROKER_NODES, Scenario
+from harness.scenario import Scenario
 
 
 class LocalBackend(ClusterBackend):
@@ -31,26 +32,29 @@ class LocalBackend(ClusterBackend):
         self.cgroups: dict[str, Any] = {}
 
     def start_nodes(self, say: Callable[[str], None]) -> None:
+        """The topology's nodes: the name server, then each group's master and slave (`harness.topology`)."""
         from harness.resources.cgroups import NodeCgroups
 
         c = self.scenario.cluster
         picker = PortPicker()
         ns_port = picker.one()
         self.namesrv_addr = f"{HOST}:{ns_port}"
-        ports = {n: picker.broker() for n in BROKER_NODES}
-        for n in NODE_ORDER:
+        ports = {n: picker.broker() for n in self.broker_nodes}
+        for n in self.node_order:
             self.cgroups[n] = NodeCgroups.create(self.journal, self.run_id, n)
         self.make_stores()
         ha_master = None
-        if self.use_relay():
+        if self.use_relay():  # ha_link: with one group (the scenario refuses it with several)
             ha_master = self.start_relay(f"{HOST}:{ports['master'][1]}", f"{HOST}:{picker.one()}")
         specs = [self._spec("namesrv", namesrv_properties(c, ns_port), f"{HOST}:{ns_port}")]
-        for n in BROKER_NODES:
-            listen, ha = ports[n]
-            layout = BrokerLayout(n, listen, ha, Path(self.stores[n].mount), self.namesrv_addr,
-                                  ha_master if n == "slave" else None)
-            self.broker_addrs[n] = layout.addr
-            specs.append(self._spec(n, broker_properties(c, layout), layout.addr, broker_id=layout.broker_id))
+        for m in self.topology.members:
+            listen, ha = ports[m.node]
+            layout = BrokerLayout(m.node, listen, ha, Path(self.stores[m.node].mount), self.namesrv_addr,
+                                  ha_master if m.role == "slave" else None, group=m.group, role=m.role)
+            self.broker_addrs[m.node] = layout.addr
+            master = self.topology.group(m.group).members[0].node
+            specs.append(self._spec(m.node, broker_properties(c, layout), layout.addr, broker_id=layout.broker_id,
+                                    role=m.role, master_addr=self.broker_addrs.get(master)))
         for spec in specs:
             hosted = HostedNode.create(self.journal, spec, self.program, cgroups=self.cgroups[spec.name],
                                        store=self.stores.get(spec.name))
@@ -58,21 +62,27 @@ class LocalBackend(ClusterBackend):
             self.log_sources[spec.name] = hosted.log_sources
             self.targets[spec.name] = hosted.target(self.relay.extras() if self.relay and spec.role != "namesrv"
                                                     else None)
-        for n in NODE_ORDER:
+        slaves = {m.node for m in self.topology.members if m.role == "slave"}
+        for n in self.node_order:
             say(f"cluster: starting {n} ({self.nodes[n].addr})")
             self.nodes[n].start()
-            if n != "slave":  # the slave needs its master up; the shared flow waits for it
+            if n not in slaves:  # a slave needs its master up; the shared flow waits for it
                 self.nodes[n].wait_ready(c.ready_timeout)
 
-    def _spec(self, name: str, props: dict[str, Any], addr: str, broker_id: int | None = None) -> NodeSpec:
+    def resolve_target(self, target: str) -> str:
+        """The node a fault's target names (`broker-b/master` -> `broker-b-master`; a bare role with one group)."""
+        return self.topology.static_node(target)
+
+    def _spec(self, name: str, props: dict[str, Any], addr: str, broker_id: int | None = None,
+              role: str | None = None, master_addr: str | None = None) -> NodeSpec:
         c = self.scenario.cluster
-        return NodeSpec(name=name, role=name, run_id=self.run_id, node_dir=str(self.work / name), addr=addr,
+        return NodeSpec(name=name, role=role or name, run_id=self.run_id, node_dir=str(self.work / name), addr=addr,
                         props=props, version=c.version, heap=c.heap, broker_id=broker_id,
-                        namesrv_addr=self.namesrv_addr, master_addr=self.broker_addrs.get("master"))
+                        namesrv_addr=self.namesrv_addr, master_addr=master_addr)
 
     def teardown_steps(self) -> Iterable[tuple[str, Callable[[], Any]]]:
         """Stop every process (slave first), then the relay and the stores, then the cgroups."""
-        for n in reversed(NODE_ORDER):
+        for n in reversed(self.node_order):
             if n in self.nodes:
                 yield f"stop {n}", self.nodes[n].stop
         yield from self.stores_and_relay_steps()

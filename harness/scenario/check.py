@@ -26,6 +26,7 @@ PLACEHOLDER_NAMESRV = "127.0.0.1:9876"
 def check_scenario(scenario: Scenario, marks: Marks) -> None:
     """Raise `SourceError` for the first thing in `scenario` the system cannot do."""
     _check_faults(scenario, marks)
+    _check_consumers(scenario, marks)
     _check_clients(scenario, marks)
     _check_load(scenario, marks)
     _check_search(scenario, marks)
@@ -59,7 +60,7 @@ def _check_faults(scenario: Scenario, marks: Marks) -> None:
             except ValidationError as err:
                 raise first_error(err, marks, path + ("params",)) from None
         roles = tuple(getattr(cls, "target_roles", ()) or (BROKER_NODES if fault.kind in STORE_FAULTS else ()))
-        role = "consumer" if is_consumer_target(fault.target) else fault.target
+        role = "consumer" if is_consumer_target(fault.target) else fault.role
         if roles and role not in roles:
             need = "a node with a store" if fault.kind in STORE_FAULTS else f"a {' or '.join(roles)} target"
             raise marks.error(path + ("target",), f"fault {fault.kind} cannot act on {fault.target!r} "
@@ -67,9 +68,24 @@ def _check_faults(scenario: Scenario, marks: Marks) -> None:
         if fault.kind in RELAY_FAULTS and scenario.cluster.mode == "controller":
             raise marks.error(path + ("kind",), "fault ha_link needs the HA relay, which is not placed in controller "
                                                 "mode; allowed: the other faults, or cluster.mode master_slave")
+        if fault.kind in RELAY_FAULTS and several_groups(scenario):
+            raise marks.error(path + ("kind",), "fault ha_link's relay is placed with one broker group so far; "
+                                                "allowed: the other faults, or cluster.groups 1")
         if fault.kind in RELAY_FAULTS and scenario.cluster.ha_relay == "never":
             raise marks.error(path + ("kind",), "fault ha_link needs the HA relay; cluster.ha_relay is 'never'; "
                                                 "allowed: auto, always")
+
+
+def several_groups(scenario: Scenario) -> bool:
+    from harness.topology import group_names
+
+    return len(group_names(scenario.cluster)) > 1
+
+
+def _check_consumers(scenario: Scenario, marks: Marks) -> None:
+    if scenario.consumers.groups and several_groups(scenario):
+        raise marks.error(("consumers",), "consumer groups are measured with one broker group so far (their lag is "
+                                          "asked of one master); allowed: cluster.groups 1, or no consumers")
 
 
 def _check_clients(scenario: Scenario, marks: Marks) -> None:

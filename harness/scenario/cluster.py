@@ -11,6 +11,9 @@ from harness.scenario.controller_keys import check_mode, controllers_value
 from harness.scenario.schema import Duration, Name, Size, Strict, at
 
 NODE_NAMES = ("namesrv", "master", "slave")
+MAX_GROUPS = 8
+GROUP_BACKENDS = ("local",)
+"""The backends that place several broker groups (the others refuse `cluster.groups` > 1 in one line)."""
 PLACE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}(:\d{1,5})?$")
 BROKER_NODES = ("master", "slave")
 IMAGE_RE = re.compile(r"^[a-z0-9]+([._-]+[a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-]+[a-z0-9]+)*)*"
@@ -71,6 +74,10 @@ class ClusterSpec(Strict):
     version: str = Field(default="4.9.1", description="RocketMQ version (selects the emulator's version profile)")
     cluster_name: Name = "DefaultCluster"
     broker_name: Name = "broker-a"
+    groups: int | list[Name] = Field(
+        default=1, description="broker groups: a count (1-8; several are broker-a, broker-b, ...) or their names; each "
+                               "group is a master and its slave (its own broker set in controller mode), and the "
+                               "topic has its queues on every group")
     store_size: Size = Field(default=DEFAULT_STORE_SIZE, description="size of each broker's loop-mounted ext4 store")
     heap: str = Field(default=DEFAULT_HEAP, description="HEAP_OPTS of each broker (-Xms/-Xmx/-Xmn)")
     namesrv: BrokerConf = {}
@@ -106,9 +113,33 @@ class ClusterSpec(Strict):
                              "'{version}' standing for cluster.version")
         return v
 
+    @field_validator("groups")
+    @classmethod
+    def _groups(cls, v: int | list[str]) -> int | list[str]:
+        if isinstance(v, bool) or (isinstance(v, int) and not 1 <= v <= MAX_GROUPS):
+            raise ValueError(f"{v!r} broker groups; allowed: 1 to {MAX_GROUPS}, or a list of 1 to {MAX_GROUPS} names")
+        if isinstance(v, list):
+            if not 1 <= len(v) <= MAX_GROUPS:
+                raise ValueError(f"{len(v)} group names; allowed: 1 to {MAX_GROUPS} names")
+            dup = next((n for i, n in enumerate(v) if n in v[:i]), None)
+            if dup is not None:
+                raise ValueError(f"{dup!r} is named twice; allowed: distinct names")
+        return v
+
     @model_validator(mode="after")
     def _backend(self) -> ClusterSpec:
         check_mode(self)
+        several = self.groups != 1 and not (isinstance(self.groups, list) and len(self.groups) == 1)
+        if (isinstance(self.groups, list) or several) and self.broker_name != "broker-a":
+            raise at(("broker_name",), "names the one broker group; with cluster.groups name them there; allowed: "
+                                       "broker_name with one group, or the names in cluster.groups")
+        if several and self.backend not in GROUP_BACKENDS:
+            raise at(("groups",), f"several broker groups are placed on backend {', '.join(GROUP_BACKENDS)} so far "
+                                  f"(cluster.backend is {self.backend}); allowed: 1 group, or backend "
+                                  f"{', '.join(GROUP_BACKENDS)}")
+        if several and self.mode == "controller":
+            raise at(("groups",), "several broker sets in controller mode are not placed yet; allowed: 1 group in "
+                                  "mode controller, or mode master_slave")
         if self.backend == "compose" and self.program == "apache":
             raise at(("program",), "'apache' runs the distribution at $ROCKETMQ_HOME on this machine; with backend "
                                    "compose the image is the program (cluster.image); allowed: emulator, or backend "

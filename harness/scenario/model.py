@@ -61,6 +61,7 @@ class Scenario(Strict):
         self._shift = shift
         self._fill_fault_ids(shift)
         self._check_consumer_targets(shift)
+        self._check_broker_targets(shift)
         check_controller_targets(self, shift)
         self._gather_expectations(shift)
         return self
@@ -84,6 +85,18 @@ class Scenario(Strict):
                     problem = target_problem(f.target, self.consumers)
                     if problem:
                         raise at(("phases", pi - shift, "faults", fi, "target"), problem)
+
+    def _check_broker_targets(self, shift: int) -> None:
+        """A broker target names a member of the topology: `<group>/<role>`, or a bare role with one group."""
+        from harness.topology import Topology, TopologyError
+
+        topology = Topology.of(self.cluster)
+        for pi, phase in enumerate(self.phases):
+            for fi, f in enumerate(phase.faults):
+                try:
+                    topology.check_target(f.target)
+                except TopologyError as err:
+                    raise at(("phases", pi - shift, "faults", fi, "target"), str(err)) from None
 
     def _gather_expectations(self, shift: int) -> None:
         phases = [p.name for p in self.phases]

@@ -2,6 +2,7 @@
 start and the expectations about it; and the `readback:` section (reading every queue back after the run)."""
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -10,7 +11,7 @@ from analysis.expectations import Expectation
 from harness.scenario.cluster import NODE_NAMES
 from harness.scenario.consumers import is_consumer_target
 from harness.scenario.controller_keys import CONTROLLER_LEADER
-from harness.scenario.schema import Duration, Name, Strict, at
+from harness.scenario.schema import NAME_PATTERN, Duration, Name, Strict, at
 from harness.scenario.search import SearchSpec
 from harness.scenario.workload import MAX_RATE
 
@@ -20,6 +21,8 @@ INTERRUPTED_PHASE = "interrupted"
 MAX_PHASES = 256
 MAX_FAULTS_PER_PHASE = 16
 MAX_EXPECTATIONS = 512
+GROUP_TARGET_RE = re.compile(f"{NAME_PATTERN.rstrip('$')}/(master|slave)$")
+"""`<broker group>/<role>`: a broker of one group (harness.topology checks the group exists)."""
 
 
 class FaultSpec(Strict):
@@ -35,10 +38,17 @@ class FaultSpec(Strict):
     @field_validator("target")
     @classmethod
     def _target(cls, v: str) -> str:
-        if v not in NODE_NAMES and v != CONTROLLER_LEADER and not is_consumer_target(v):
+        if v not in NODE_NAMES and v != CONTROLLER_LEADER and not is_consumer_target(v) \
+                and not GROUP_TARGET_RE.match(v):
             raise ValueError(f"{v!r} is not a node of the cluster; allowed: {', '.join(NODE_NAMES)}, "
-                             f"{CONTROLLER_LEADER} (controllers: 3), consumer:<group>, <group>.c<index>")
+                             f"<broker group>/master, <broker group>/slave, {CONTROLLER_LEADER} (controllers: 3), "
+                             "consumer:<group>, <group>.c<index>")
         return v
+
+    @property
+    def role(self) -> str:
+        """The target's role within its broker group (`broker-b/master` -> `master`), else the target itself."""
+        return self.target.partition("/")[2] or self.target
 
 
 class PhaseSpec(Strict):
