@@ -67,6 +67,8 @@ class ProducerPool:
             overrides["retry_times_when_send_failed"] = client.retries
         if client.serialize_type != "JSON":
             overrides["serialize_type"] = client.serialize_type
+        if client.send_latency_fault_enable is not None:
+            overrides["send_latency_fault_enable"] = client.send_latency_fault_enable
         name = client.instance_name
         connections = self._instances.get(name)
         if connections is None:

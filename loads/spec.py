@@ -92,6 +92,9 @@ class ClientSpec(BaseModel):
     instance: str | None = Field(default=None, pattern=NAME_PATTERN,
                                  description="client instance (Java's instanceName): clients naming the same one "
                                              "share its connections, as producers of one JVM do; default: its own")
+    send_latency_fault_enable: bool | None = Field(
+        default=None, description="the producer's sendLatencyFaultEnable (MQFaultStrategy: avoid slow or failing "
+                                  "broker groups for a while); None: the profile's default, off in every version")
 
     @property
     def producer_group(self) -> str:

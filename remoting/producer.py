@@ -8,9 +8,15 @@ gets the whole remaining budget; remoting and client errors are retried on anoth
 broker codes in the profile's retry set are retried, others raise `MQBrokerException`; FLUSH_DISK_TIMEOUT,
 FLUSH_SLAVE_TIMEOUT and SLAVE_NOT_AVAILABLE are returned (retried only with `retryAnotherBrokerWhenNotStoreOK`);
 when every attempt failed, `MQClientException("Send [n] times, still failed, ...")` with the code of the last error.
-Results and exceptions carry every attempt (broker, address, queue, code or error word, latency)."""
+Results and exceptions carry every attempt (broker, address, queue, code or error word, latency).
+
+Each attempt's queue comes from the profile's `MQFaultStrategy` (`remoting.fault_strategy`; `self.fault`), which is
+told after each attempt what it took and how it ended: with `send_latency_fault_enable` the sends avoid slow or
+failing broker groups as the client version does; without it the choice is round robin over every group's queues,
+a retry avoiding the last broker (docs/remoting.md, "Several broker groups")."""
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -29,7 +35,8 @@ from remoting.errors import (
     RemotingTooMuchRequestException,
     suggest_todo,
 )
-from remoting.headers import SendMessageResponseHeader
+from remoting.fault_strategy import DETECT_PERIOD_S, MQFaultStrategy
+from remoting.headers import GetMaxOffsetRequestHeader, SendMessageResponseHeader
 from remoting.message import (
     COMPRESSED_FLAG,
     PROPERTY_MSG_REGION,
@@ -46,6 +53,8 @@ from remoting.profiles import ClientProfile, resolve_profile
 from remoting.route import MessageQueue, TopicPublishInfo
 from remoting.route_table import RouteTable
 from remoting.validators import check_message
+
+log = logging.getLogger("rmq_chaos.producer")
 
 SEND_STATUS_BY_CODE = {
     ResponseCode.SUCCESS: "SEND_OK",
@@ -99,8 +108,9 @@ class SendResult:
 
 class Producer:
     """A producer for one group. `Producer(namesrv_addr, group, profile="java-4.9.1", **overrides)`; overrides are
-    the profile settings (`retry_times_when_send_failed`, `send_msg_timeout_ms`, `retry_response_codes`, ...).
-    Close it (or use it as a context manager) to stop its background refresh and its connections."""
+    the profile settings (`retry_times_when_send_failed`, `send_msg_timeout_ms`, `retry_response_codes`,
+    `send_latency_fault_enable`, ...). Close it (or use it as a context manager) to stop its background refresh and
+    its connections. `fault` is its `MQFaultStrategy` (`fault.enabled`: Java's `setSendLatencyFaultEnable`)."""
 
     def __init__(self, namesrv_addr: str | list[str], group: str, profile: str | ClientProfile = "java-4.9.1", *,
                  instance_name: str | None = None, client_ip: str | None = None, heartbeat: bool = True,
@@ -125,6 +135,10 @@ class Producer:
         self._background: threading.Thread | None = None
         self._background_lock = threading.Lock()
         self._v2_template: tuple[ClientProfile | None, str, dict[str, str | None]] = (None, "", {})
+        p = self.profile
+        self.fault = MQFaultStrategy(p.fault_strategy, enabled=p.send_latency_fault_enable, latency_max=p.latency_max,
+                                     not_available_duration=p.not_available_duration,
+                                     start_detector_enable=p.start_detector_enable)
 
     @property
     def client_id(self) -> str:
@@ -180,9 +194,10 @@ class Producer:
         call_timeout = False
         times = 0
         failed_at_ms: int | None = None
+        fault = self.fault
         while times < times_total:
             last_broker = mq.broker_name if mq is not None else None
-            mq = info.select_one_message_queue(last_broker)
+            mq = fault.select_one_message_queue(info, last_broker, times > 0)
             brokers_sent[times] = mq.broker_name
             # the JVM's client goes on within microseconds of a failure; this thread may run milliseconds later
             # (GIL, greenlets), which must not turn a next attempt into a call timeout
@@ -191,14 +206,21 @@ class Producer:
             if timeout < cost:
                 call_timeout = True
                 break
+            # the attempt's start on the strategy's clock (`now_ms` unless a test hands in its own), at the JVM's
+            # moment as `begin_prev` is; None while the switch is off (an attempt it was turned on during is not told)
+            fault_begin = None
+            if fault.enabled:
+                fault_begin = fault.clock() if failed_at_ms is None else fault.clock() - (now_ms() - failed_at_ms)
             try:
                 result = self._send_kernel(message, mq, info, timeout - cost, attempts)
+                _tell(fault, mq.broker_name, fault_begin, None)
                 if result.status != "SEND_OK" and profile.retry_another_broker_when_not_store_ok:
                     times += 1
                     continue
                 result.attempts = attempts
                 return result
             except MQBrokerException as e:
+                _tell(fault, mq.broker_name, fault_begin, e)
                 exception = e
                 failed_at_ms = None
                 if e.response_code in profile.retry_response_codes:
@@ -210,6 +232,7 @@ class Producer:
                 e.attempts, e.msg_id = attempts, message.uniq_key
                 raise
             except RemotingError as e:  # RemotingException and MQClientException: resend at once
+                _tell(fault, mq.broker_name, fault_begin, e)
                 exception = e
                 failed_at_ms = None if e.failed_at is None else int(e.failed_at * 1000)
                 times += 1
@@ -345,7 +368,9 @@ class Producer:
         beat_s = self.profile.heartbeat_broker_interval_ms / 1000.0
         next_poll = time.monotonic() + poll_s
         next_beat = time.monotonic() + FIRST_HEARTBEAT_DELAY_S
-        while not self._stop.wait(max(0.0, min(next_poll, next_beat) - time.monotonic())):
+        # 5.x starts the detector's schedule with every producer and runs a round only with startDetectorEnable
+        next_detect = time.monotonic() + DETECT_PERIOD_S if self.fault.start_detector_enable else float("inf")
+        while not self._stop.wait(max(0.0, min(next_poll, next_beat, next_detect) - time.monotonic())):
             now = time.monotonic()
             if now >= next_poll:
                 self.routes.refresh_all()
@@ -354,6 +379,24 @@ class Producer:
                 if self._heartbeat:
                     self.send_heartbeats()
                 next_beat = now + beat_s
+            if now >= next_detect:
+                try:
+                    self.fault.tolerance.detect_one_round(self.routes.master_addr, self.detect)
+                except Exception:  # Java's detector task logs and goes on, as the refresh must
+                    log.exception("detecting service reachability failed")
+                next_detect += DETECT_PERIOD_S
+
+    def detect(self, addr: str, timeout_ms: int) -> bool:
+        """5.x's `ServiceDetector`: GET_MAX_OFFSET of queue 0 of a topic this producer sends to (Java: the first key
+        of its publish table, which may be TBW102; a broker answers any topic) answered with SUCCESS."""
+        topics = self.routes.topics()
+        if not topics:
+            return False
+        request = self.profile.request(RequestCode.GET_MAX_OFFSET, GetMaxOffsetRequestHeader(topics[0], 0).to_fields())
+        try:
+            return self.client.invoke_sync(addr, request, timeout_ms).code == ResponseCode.SUCCESS
+        except RemotingError:
+            return False
 
     def send_heartbeats(self) -> None:
         """`sendHeartbeatToAllBroker`: HEART_BEAT with this client's producer groups to every master."""
@@ -365,6 +408,16 @@ class Producer:
                 self.client.invoke_sync(addr, request, 3000)
             except RemotingError:
                 pass
+
+
+def _tell(fault: MQFaultStrategy, broker_name: str, fault_begin: int | None, error: RemotingError | None) -> None:
+    """`updateFaultItem` after an attempt: its latency ends where the JVM's would (`failed_at` of an error the
+    connection dated: a timeout at its deadline, a send failed by a close at that close)."""
+    if fault_begin is not None and fault.enabled:
+        end = fault.clock()
+        if error is not None and error.failed_at is not None:
+            end -= max(0, now_ms() - int(error.failed_at * 1000))
+        fault.record(broker_name, end - fault_begin, error)
 
 
 def _client_error_code(exception: RemotingError | None) -> int:

@@ -9,17 +9,19 @@ from dataclasses import dataclass, field
 from remoting.client import TransportRules
 from remoting.codes import VERSION_V4_9_1, VERSION_V4_9_3, VERSION_V5_3_0, ResponseCode, SerializeType
 from remoting.command import RemotingCommand, make_request
+from remoting.fault_strategy import LATENCY_MAX_4_9, LATENCY_MAX_5_3, NOT_AVAILABLE_4_9, NOT_AVAILABLE_5_3
 from remoting.message import COMPRESSION_ZLIB_TYPE
 
 RETRY_CODES_4_9 = frozenset({
     ResponseCode.TOPIC_NOT_EXIST, ResponseCode.SERVICE_NOT_AVAILABLE, ResponseCode.SYSTEM_ERROR,
     ResponseCode.NO_PERMISSION, ResponseCode.NO_BUYER_ID, ResponseCode.NOT_IN_CURRENT_UNIT,
 })
-RETRY_CODES_5_3 = RETRY_CODES_4_9 | {ResponseCode.SYSTEM_BUSY}  # 5.3.1+ also adds GO_AWAY (1500)
+RETRY_CODES_5_3 = RETRY_CODES_4_9 | {ResponseCode.SYSTEM_BUSY}  # 5.3.0 (PR #5845); 5.3.1+ also adds GO_AWAY (1500)
 OVERRIDABLE = ("retry_times_when_send_failed", "send_msg_timeout_ms", "retry_another_broker_when_not_store_ok",
                "retry_response_codes", "client_close_socket_if_timeout", "language", "compress_msg_body_over_howmuch",
                "max_message_size", "default_topic_queue_nums", "poll_name_server_interval_ms",
-               "heartbeat_broker_interval_ms", "connect_timeout_ms", "serialize_type")
+               "heartbeat_broker_interval_ms", "connect_timeout_ms", "serialize_type", "send_latency_fault_enable",
+               "start_detector_enable", "latency_max", "not_available_duration")
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +52,16 @@ class ClientProfile:
     connect_timeout_ms: int = 3000
     serialize_type: SerializeType = SerializeType.JSON
     """Header serialization of requests (`rocketmq.serialize.type`: JSON or ROCKETMQ)."""
+    send_latency_fault_enable: bool = False
+    """`sendLatencyFaultEnable` (5.x: `sendLatencyEnable`, `-Dcom.rocketmq.sendLatencyEnable`): off in every version."""
+    fault_strategy: str = "4.9"
+    """Which `MQFaultStrategy` the version has (`remoting.fault_strategy`): "4.9" (4.9.1, 4.9.3) or "5.3"."""
+    latency_max: tuple[int, ...] = LATENCY_MAX_4_9
+    """`MQFaultStrategy.latencyMax` (ms)."""
+    not_available_duration: tuple[int, ...] = NOT_AVAILABLE_4_9
+    """`MQFaultStrategy.notAvailableDuration` (ms), one per `latency_max` step."""
+    start_detector_enable: bool = False
+    """5.1.4+ `startDetectorEnable` (`-Dcom.rocketmq.startDetectorEnable`): a detector probes avoided brokers."""
     transport: TransportRules = field(default_factory=TransportRules)
 
     def request(self, code: int, fields: dict[str, object] | None = None, body: bytes = b"") -> RemotingCommand:
@@ -71,7 +83,8 @@ PROFILES: dict[str, ClientProfile] = {
     ),
     "java-5.3": ClientProfile(
         "java-5.3", VERSION_V5_3_0, RETRY_CODES_5_3, compression_type_flag=COMPRESSION_ZLIB_TYPE,
-        send_broker_name=True, index_style="5",
+        send_broker_name=True, index_style="5", fault_strategy="5.3", latency_max=LATENCY_MAX_5_3,
+        not_available_duration=NOT_AVAILABLE_5_3,
         transport=TransportRules(pre_send_timeout="invokeSync call the addr[{addr}] timeout",
                                  timeout_when_nothing_left=True, min_close_left_ms=100, fail_inflight_on_eof=True),
     ),
@@ -98,6 +111,19 @@ def resolve_profile(name: str | ClientProfile = "java-4.9.1", **overrides) -> Cl
             overrides["serialize_type"] = SerializeType[value] if isinstance(value, str) else SerializeType(value)
         except (KeyError, ValueError):
             raise ValueError(f"serialize_type {value!r}; allowed: JSON, ROCKETMQ") from None
+    for key in ("latency_max", "not_available_duration"):
+        if key in overrides:
+            try:
+                overrides[key] = tuple(int(v) for v in overrides[key])
+            except (TypeError, ValueError):
+                raise ValueError(f"{key} must be a list of milliseconds") from None
+            if any(v < 0 for v in overrides[key]):
+                raise ValueError(f"{key} must not hold negative milliseconds")
+    if len(overrides.get("latency_max", profile.latency_max)) != len(
+            overrides.get("not_available_duration", profile.not_available_duration)):
+        raise ValueError("latency_max and not_available_duration must have the same length")
+    if overrides.get("start_detector_enable") and profile.fault_strategy != "5.3":
+        raise ValueError(f"start_detector_enable is a 5.1.4+ client setting; profile {profile.name} has none")
     if overrides.get("retry_times_when_send_failed", 0) < 0:
         raise ValueError("retry_times_when_send_failed must be >= 0")
     if overrides.get("send_msg_timeout_ms", 1) <= 0:

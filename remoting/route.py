@@ -1,11 +1,13 @@
 """Route data and the producer's view of it: `TopicRouteData` (queue datas, broker datas with their id → address
 maps), `ClusterInfo`, `MessageQueue`, and `TopicPublishInfo` with the Java client's queue selection
 (`TopicPublishInfo.selectOneMessageQueue`, a per-thread index started at a random value, avoiding the last broker
-on a retry when another broker has queues). JSON in and out is fastjson's (bare integer keys)."""
+on a retry when another broker has queues; the filtered selection and `getQueueIdByBroker` that the latency-fault
+strategy of `remoting.fault_strategy` builds on). JSON in and out is fastjson's (bare integer keys)."""
 from __future__ import annotations
 
 import random
 import threading
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -15,6 +17,8 @@ from remoting.hashmap import java_hashmap_order
 from remoting.headers import MASTER_ID, PERM_WRITE
 
 _INT_MASK = 0xFFFFFFFF
+INT_MIN = -(1 << 31)
+INT_MAX = (1 << 31) - 1
 
 
 @contextmanager
@@ -128,14 +132,27 @@ class MessageQueue:
     queue_id: int
 
 
-def _java_int(value: int) -> int:
+def java_int(value: int) -> int:
+    """`value` wrapped to a Java int (32-bit two's complement)."""
     value &= _INT_MASK
     return value - (1 << 32) if value & 0x80000000 else value
 
 
+def java_abs(value: int) -> int:
+    """`Math.abs(int)`: `Integer.MIN_VALUE` stays negative."""
+    return value if value == INT_MIN else abs(value)
+
+
+def java_rem(value: int, n: int) -> int:
+    """Java's `value % n` for ints: the remainder takes the sign of `value`."""
+    r = abs(value) % n
+    return -r if value < 0 else r
+
+
 class ThreadLocalIndex:
     """`ThreadLocalIndex`: each thread (greenlet under gevent) counts from its own random start.
-    4.9.x returns `Math.abs(++index)`; 5.x returns `++index & Integer.MAX_VALUE`."""
+    4.9.1-4.9.3 start at `Math.abs(random.nextInt())` and return `Math.abs(++index)` (negative once, at
+    `Integer.MIN_VALUE`); 5.x starts at `random.nextInt()` and returns `++index & Integer.MAX_VALUE`."""
 
     def __init__(self, style: str = "4.9") -> None:
         self._local = threading.local()
@@ -144,15 +161,16 @@ class ThreadLocalIndex:
     def increment_and_get(self) -> int:
         index = getattr(self._local, "index", None)
         if index is None:
-            index = random.getrandbits(32) if self._positive_mask else abs(_java_int(random.getrandbits(32)))
-        index = _java_int(index + 1)
+            index = random.getrandbits(32) if self._positive_mask else abs(java_int(random.getrandbits(32)))
+        index = java_int(index + 1)
         self._local.index = index
         if self._positive_mask:
             return index & 0x7FFFFFFF
-        return abs(index) if index != -(1 << 31) else index  # Math.abs(Integer.MIN_VALUE) stays negative
+        return java_abs(index)  # Math.abs(Integer.MIN_VALUE) stays negative
 
     def reset(self) -> None:
-        self._local.index = random.getrandbits(31)
+        """5.x `reset()`: this thread's index starts again at `Math.abs(random.nextInt(Integer.MAX_VALUE))`."""
+        self._local.index = random.randrange(INT_MAX)
 
 
 class TopicPublishInfo:
@@ -171,17 +189,41 @@ class TopicPublishInfo:
         return bool(self.message_queue_list)
 
     def select_one_message_queue(self, last_broker_name: str | None = None) -> MessageQueue:
-        """`selectOneMessageQueue(lastBrokerName)`: on a retry prefer a queue of another broker."""
+        """`selectOneMessageQueue(lastBrokerName)`: on a retry prefer a queue of another broker (each candidate takes
+        one step of the index; none found: one more step, whatever the broker). 5.x's `MQFaultStrategy` without the
+        latency-fault switch (a `BrokerFilter`, then the unfiltered choice) takes the same steps."""
         queues = self.message_queue_list
-        n = len(queues)
         if last_broker_name is not None:
-            for _ in range(n):
-                index = self.send_which_queue.increment_and_get()
-                mq = queues[index % n if index >= 0 else 0]
+            for _ in range(len(queues)):
+                mq = queues[self.next_position()]
                 if mq.broker_name != last_broker_name:
                     return mq
+        return queues[self.next_position()]
+
+    def next_position(self) -> int:
+        """One step of this thread's index: the position of `selectOneMessageQueue()` (a negative index, which only
+        4.9's `Math.abs(Integer.MIN_VALUE)` gives, is position 0 as `if (pos < 0) pos = 0` makes it)."""
         index = self.send_which_queue.increment_and_get()
-        return queues[index % n if index >= 0 else 0]
+        return index % len(self.message_queue_list) if index >= 0 else 0
+
+    def select_where(self, accept: Callable[[MessageQueue], bool]) -> MessageQueue | None:
+        """5.x `selectOneMessageQueue(QueueFilter...)` (rocketmq-all-5.3.0): up to one candidate per queue, each one
+        step of the index; the first that `accept`s, else None."""
+        queues = self.message_queue_list
+        for _ in range(len(queues)):
+            mq = queues[self.next_position()]
+            if accept(mq):
+                return mq
+        return None
+
+    def write_queue_nums_of(self, broker_name: str | None) -> int:
+        """`getQueueIdByBroker` (4.9.1-4.9.7; 5.x `getWriteQueueNumsByBroker`): the write queue count of the first
+        queue data of that broker in the route's order, whatever its permission (4.9.8 added a writable test); -1
+        when the route names no such broker."""
+        for qd in self.route.queue_datas if self.route is not None else ():
+            if qd.broker_name == broker_name:
+                return qd.write_queue_nums
+        return -1
 
 
 def publish_info_from_route(topic: str, route: TopicRouteData, index_style: str = "4.9") -> TopicPublishInfo:

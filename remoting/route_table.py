@@ -87,5 +87,9 @@ class RouteTable:
     def master_addrs(self) -> list[str]:
         return [a[MASTER_ID] for a in list(self._broker_addrs.values()) if MASTER_ID in a]
 
+    def topics(self) -> list[str]:
+        """The topics this producer has looked up, in the order of their first send."""
+        return list(self._publish)
+
     def route(self, topic: str) -> TopicRouteData | None:
         return self._routes.get(topic)

@@ -57,6 +57,9 @@ class ClientSpec(Strict):
     tags: str | None = None
     instance: Name | None = Field(default=None, description="client instance (Java's instanceName): clients naming "
                                                             "the same one share its connections; default: its own")
+    send_latency_fault_enable: bool | None = Field(
+        default=None, description="the producer's sendLatencyFaultEnable (avoid slow or failing broker groups for a "
+                                  "while, by the version's MQFaultStrategy); default: the profile's (off)")
 
 
 class LoadSection(Strict):
