@@ -34,7 +34,8 @@ def fault_phases(res: RunResults) -> dict[str, list[str]]:
 def shared_phases(results: Sequence[RunResults]) -> list[str]:
     """The phases every run has rows in: those with a fault in any run first, then the rest, in the first run's
     order."""
-    per_run = [[p["phase"] for p in r.per_phase if not p["whole_run"] and p["phase"] is not None] for r in results]
+    per_run = [[p["phase"] for p in r.per_phase if not p["whole_run"] and p["phase"] is not None
+                and p["transition"] is None] for r in results]
     if not per_run:
         return []
     shared = [p for p in per_run[0] if all(p in names for names in per_run[1:])]
@@ -59,22 +60,27 @@ def _fault_id(res: RunResults, name: str) -> str | None:
 
 def phase_rows(results: Sequence[RunResults]) -> list[dict[str, Any]]:
     """One entry per shared phase: `phase`, `faults` (ids applied in it, any run) and `runs`, one dict per run in
-    the order given: sends, outcome shares (largest first), intended/actual p50 and p99, expectations."""
+    the order given: sends, outcome shares (largest first), intended/actual p50 and p99, expectations: of the
+    phase's own sends, without its transition slices (analysis.transitions), whose sends are `transition_sends`."""
     out = []
     for phase in shared_phases(results):
         runs, faults = [], []
         for res in results:
             applied = fault_phases(res).get(phase, [])
             faults += [f for f in applied if f not in faults]
-            row = next(p for p in res.per_phase if not p["whole_run"] and p["phase"] == phase)
+            row = next(p for p in res.per_phase if not p["whole_run"] and p["phase"] == phase
+                       and p["transition"] is None)
             counts: dict[str, int] = {}
+            in_transitions = 0
             for c in res.outcome_counts.to_pylist():
-                if c["phase"] == phase:
+                if c["phase"] == phase and c.get("transition") is None:
                     counts[c["outcome"]] = counts.get(c["outcome"], 0) + c["sends"]
+                elif c["phase"] == phase:
+                    in_transitions += c["sends"]
             sends = sum(counts.values())
             mix = [{"outcome": o, "sends": n, "share": n / sends}
                    for o, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
-            runs.append({"run_id": res.run.run_id, "sends": sends, "mix": mix,
+            runs.append({"run_id": res.run.run_id, "sends": sends, "mix": mix, "transition_sends": in_transitions,
                          **{k: row.get(k) for k in ("intended_p50", "intended_p99", "actual_p50", "actual_p99")},
                          "expectations": _expectations(res, phase, applied)})
         out.append({"phase": phase, "faults": faults, "runs": runs})

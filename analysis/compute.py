@@ -26,9 +26,11 @@ from analysis.fault_timing import FaultSpec
 from analysis.frames import Frames, enrich_requests, load_frames
 from analysis.loss import LossCheck, loss_checks, plan_key_flags
 from analysis.measures import Measurement, measure
+from analysis.per_phase import empty_counts, per_phase
 from analysis.rundir import RunDir
 from analysis.search import searches_of
 from analysis.timeline import NS
+from analysis.transitions import transitions_of, transitions_of_fault
 from analysis.verdict import RunVerdict, judge
 
 Step = Callable[[str], None]
@@ -82,7 +84,7 @@ def compute(spark: SparkSession, runs: Sequence[RunDir], step: Step = lambda _: 
     t0 = _t0(spark, runs, frames.requests)
     known_t0 = {k: v for k, v in t0.items() if v is not None}
     # not cached: Spark's in-memory cache costs more to build than re-reading the pruned Parquet columns
-    enriched = enrich_requests(frames.requests, known_t0)
+    enriched = enrich_requests(frames.requests, known_t0, {r.run_id: transitions_of(r.timeline) for r in runs})
     spark.conf.set("spark.sql.objectHashAggregate.sortBased.fallbackThreshold", str(stats.OBJECT_AGG_FALLBACK))
     return _compute(spark, runs, frames, enriched, known_t0, t0, step)
 
@@ -179,13 +181,13 @@ def _compute_sends(spark: SparkSession, runs: Sequence[RunDir], frames: Frames, 
             incomplete = "request part files were skipped (truncated)"
         verdict = RunVerdict(rid, run.scenario_name,
                              [judge(e, measured[(rid, i)]) for i, e in enumerate(run.expectations)], incomplete)
-        faults = [_fault_row(f, timings[(rid, f.fault_id)], t0[rid]) for f in run.timeline.faults]
         run_counts = _split(counts, rid, ["phase", "outcome"])
+        faults = [_fault_row(f, timings[(rid, f.fault_id)], t0[rid], run_counts) for f in run.timeline.faults]
         results.append(RunResults(
             run=run, t0_ns=t0[rid], rows=rows,
             per_second=_per_second(_split(per_sec, rid), _split(intended, rid), _split(out_long, rid)),
             outcomes_per_second=_outcomes_long(_split(out_long, rid)),
-            per_phase=_per_phase(run, run_counts, {k: _split(v, rid) for k, v in pct.items()}),
+            per_phase=per_phase(run, run_counts, {k: _split(v, rid) for k, v in pct.items()}),
             outcome_counts=run_counts, metrics_per_second=_split(metrics, rid, ["node", "sec"]),
             loss=loss[rid], faults=faults, verdict=verdict, warnings=warnings, consume=shown,
             failover=failovers[rid], search=searches[rid]))
@@ -203,13 +205,13 @@ def _compute_sends(spark: SparkSession, runs: Sequence[RunDir], frames: Frames, 
 
 
 def _percentile_tables(pct: pa.Table) -> dict[str, pa.Table]:
-    """`<basis>_phase` (run_id, phase, `<basis>_p50`..) and `<basis>_run` (run_id, `<basis>_p50`..) tables out of
-    `stats.latency_percentiles` rows."""
+    """`<basis>_phase` (run_id, phase, transition, `<basis>_p50`..) and `<basis>_run` (run_id, `<basis>_p50`..)
+    tables out of `stats.latency_percentiles` rows."""
     out = {}
     for basis in stats.BASIS_COLUMNS:
         for name, level in (("phase", stats.LEVEL_PHASE), ("run", stats.LEVEL_RUN)):
             t = pct.filter(pc.and_(pc.equal(pct["basis"], basis), pc.equal(pct["level"], level)))
-            keys = ["run_id", "phase"] if level == stats.LEVEL_PHASE else ["run_id"]
+            keys = ["run_id", "phase", "transition"] if level == stats.LEVEL_PHASE else ["run_id"]
             out[f"{basis}_{name}"] = t.select([*keys, *stats.QUANTILE_NAMES]).rename_columns(
                 [*keys, *[f"{basis}_{q}" for q in stats.QUANTILE_NAMES]])
     return out
@@ -226,25 +228,6 @@ def _totals(counts: pa.Table) -> dict[str, dict[str, int]]:
     return out
 
 
-def _add_counts(acc: dict[str, Any], row: dict[str, Any]) -> None:
-    acc["sends"] += row["sends"]
-    acc["send_ok"] += row["sends"] if row["outcome"] == c.SEND_OK else 0
-    acc[row["cls"]] += row["sends"]
-    for k in ("intended_max", "actual_max"):
-        if row[k] is not None:
-            acc[k] = row[k] if acc[k] is None else max(acc[k], row[k])
-
-
-def _empty_counts() -> dict[str, Any]:
-    return {"sends": 0, "send_ok": 0, **dict.fromkeys(c.JEPSEN_CLASSES, 0), "intended_max": None,
-            "actual_max": None}
-
-
-def _percentile_columns(table: pa.Table, key: str | None) -> dict[Any, dict[str, float]]:
-    cols = [n for n in table.column_names if n not in ("sec", "phase")]
-    return {(r[key] if key else None): {k: r[k] for k in cols} for r in table.to_pylist()}
-
-
 def _per_second(per_sec: pa.Table, intended: pa.Table, outcomes: pa.Table) -> pa.Table:
     """One row per second that had a send or an intended send: counts by class, maxima, percentiles, intended.
     `outcomes`: sec, outcome, cls, sends."""
@@ -255,7 +238,7 @@ def _per_second(per_sec: pa.Table, intended: pa.Table, outcomes: pa.Table) -> pa
         row = rows[r["sec"]]
         row["send_ok"] += r["sends"] if r["outcome"] == c.SEND_OK else 0
         row[r["cls"]] += r["sends"]
-    empty = {**_empty_counts(), **dict.fromkeys(f"{b}_{q}" for b in stats.BASIS_COLUMNS for q in stats.QUANTILE_NAMES)}
+    empty = {**empty_counts(), **dict.fromkeys(f"{b}_{q}" for b in stats.BASIS_COLUMNS for q in stats.QUANTILE_NAMES)}
     for r in intended.to_pylist():
         rows.setdefault(r["sec"], {**empty, "sec": r["sec"]})["intended"] = r["intended"]
     out = [{"intended": 0, **rows[sec]} for sec in sorted(rows)]
@@ -270,61 +253,27 @@ def _outcomes_long(outcomes: pa.Table) -> pa.Table:
                                                        ("sends", pa.int64())]))
 
 
-def _per_phase(run: RunDir, counts: pa.Table, pct: dict[str, pa.Table]) -> list[dict[str, Any]]:
-    """Per-phase rows in the order the phases ran, the whole run last: counts, duration, rate, percentiles."""
-    groups: dict[Any, dict[str, Any]] = {}
-    whole = _empty_counts()
-    for row in counts.to_pylist():
-        acc = groups.setdefault(row["phase"], {**_empty_counts(), "first_start_ns": None, "last_end_ns": None})
-        _add_counts(acc, row)
-        _add_counts(whole, row)
-        for k, pick in (("first_start_ns", min), ("last_end_ns", max)):
-            acc[k] = row[k] if acc[k] is None else pick(acc[k], row[k])
-    out = []
-    order = {p.name: i for i, p in enumerate(run.timeline.phases)}
-    for name, acc in groups.items():
-        ph = run.timeline.phase(name) if name is not None else None
-        start, end = (ph.start_ns, ph.end_ns) if ph else (None, None)
-        row = {"phase": name, "whole_run": False, **acc, "complete": bool(ph and ph.complete)}
-        for basis in stats.BASIS_COLUMNS:
-            row.update(_percentile_columns(pct[f"{basis}_phase"], "phase").get(name, {}))
-        out.append(_finish_phase(row, start, end, run))
-    phases = run.timeline.phases
-    row = {"phase": "(whole run)", "whole_run": True, **whole, "complete": run.timeline.completed}
-    for basis in stats.BASIS_COLUMNS:
-        row.update(_percentile_columns(pct[f"{basis}_run"], None).get(None, {}))
-    firsts = [g["first_start_ns"] for g in groups.values() if g["first_start_ns"] is not None]
-    lasts = [g["last_end_ns"] for g in groups.values() if g["last_end_ns"] is not None]
-    start = phases[0].start_ns if phases else min(firsts, default=None)
-    end = phases[-1].end_ns if phases else max(lasts, default=None)
-    out.append(_finish_phase(row, start, end, run))
-    out.sort(key=lambda r: (r["whole_run"], order.get(r["phase"], len(order)), str(r["phase"])))
-    return out
-
-
-def _finish_phase(row: dict[str, Any], start: int | None, end: int | None, run: RunDir) -> dict[str, Any]:
-    seconds = (end - start) / NS if start is not None and end is not None and end > start else None
-    for basis in stats.BASIS_COLUMNS:
-        for q in stats.QUANTILE_NAMES:
-            row.setdefault(f"{basis}_{q}", None)
-    row.update(seconds=seconds, rate=row["sends"] / seconds if seconds else None,
-               ok_share=row["send_ok"] / row["sends"] if row["sends"] else None,
-               complete=row["complete"] and run.requests_complete)
-    row.pop("first_start_ns", None)
-    row.pop("last_end_ns", None)
-    return row
-
-
-def _fault_row(f: Any, timing: Any, t0: int | None) -> dict[str, Any]:
+def _fault_row(f: Any, timing: Any, t0: int | None, counts: pa.Table) -> dict[str, Any]:
+    """The Faults table's row of one fault; `transitions`: its apply and revert, each with its start and end second
+    and the sends started in it (`counts`: the run's outcome-count rows)."""
     def rel(ns: int | None) -> float | None:
         return None if ns is None or t0 is None else (ns - t0) / NS
+
+    sends: dict[str, int] = {}
+    for r in counts.select(["transition", "sends"]).to_pylist():
+        if r["transition"] is not None:
+            sends[r["transition"]] = sends.get(r["transition"], 0) + r["sends"]
+    transitions = [{"action": t.action, "label": t.label, "start_s": rel(t.start_ns), "end_s": rel(t.end_ns),
+                    "sends": sends.get(t.label, 0)}
+                   for t in transitions_of_fault(f)]
 
     def finite(v: float | None) -> float | None:
         return None if v is None or v == float("inf") else v
 
     return {
         "fault_id": f.fault_id, "kind": f.kind, "target": f.target, "status": f.status, "errors": f.errors,
-        "apply_s": rel(f.shade_start_ns), "verified_s": rel(f.verified_ns), "reverted_s": rel(f.reverted_ns),
+        "apply_s": rel(f.shade_start_ns), "verified_s": rel(f.verified_ns),
+        "revert_started_s": rel(f.revert_started_ns), "reverted_s": rel(f.reverted_ns), "transitions": transitions,
         "first_error_s": rel(timing.first_error_ns), "first_error_outcome": timing.first_error_outcome,
         "fault_to_first_error_s": finite(timing.fault_to_first_error_s),
         "recovery_s": finite(timing.recovery_s),

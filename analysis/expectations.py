@@ -56,7 +56,12 @@ LATENCY_QUANTILE = {
 }
 LATENCY_QUANTILE.update({"consume_" + k: v for k, v in list(LATENCY_QUANTILE.items())})
 
-ROW_FILTERS = ("phase", "client", "outcome", "response_code", "remark_contains", "after_s", "before_s")
+TRANSITIONS = ("exclude", "include", "only")
+"""The `transitions` filter: the sends started while a fault was being applied and verified or reverted (the
+transition slices of analysis.transitions) left out, counted with the rest, or the only ones counted. Default:
+`exclude` with a `phase` (a phase's figures are the time its faults were in effect), `include` without (the whole
+run holds every send)."""
+ROW_FILTERS = ("phase", "client", "outcome", "response_code", "remark_contains", "after_s", "before_s", "transitions")
 OUTCOME_FILTERS = ("outcome", "response_code", "remark_contains")
 ALLOWED_FILTERS: dict[str, tuple[str, ...]] = {
     **{m: ROW_FILTERS for m in COUNT_METRICS + LATENCY_METRICS},
@@ -71,7 +76,8 @@ ALLOWED_FILTERS: dict[str, tuple[str, ...]] = {
     "sustainable_rate": ("phase",),
 }
 FILTER_KEYS = ROW_FILTERS + ("fault", "group", "node")
-WORD_KEYS: dict[str, tuple[str, ...]] = {"metric": METRICS, "basis": BASES, "outcome": OUTCOMES}
+WORD_KEYS: dict[str, tuple[str, ...]] = {"metric": METRICS, "basis": BASES, "outcome": OUTCOMES,
+                                         "transitions": TRANSITIONS}
 """Keys whose value is one of a list of words, with their words."""
 
 Metric = Literal[
@@ -104,6 +110,9 @@ class Expectation(BaseModel):
     after_s: float | None = Field(default=None, ge=0, description="rows started at least this long after the "
                                                                    "phase start (run start without phase)")
     before_s: float | None = Field(default=None, gt=0, description="rows started before this many seconds")
+    transitions: Literal["exclude", "include", "only"] | None = Field(
+        default=None, description="rows started while a fault was being applied/verified or reverted: exclude "
+                                  "(default with a phase), include (default without), only")
     fault: str | None = Field(default=None, description="fault id (events.jsonl fault_id) for fault metrics")
     group: str | None = Field(default=None, description="consumer group (scenario consumers:) for consumer metrics")
     node: str | None = Field(default=None, description="broker node (master, slave) for pagecache_put_p99_ms")
@@ -128,7 +137,7 @@ class Expectation(BaseModel):
     @classmethod
     def _known_word(cls, v: Any, info: ValidationInfo) -> Any:
         words = WORD_KEYS[info.field_name]
-        if v not in words and not (v is None and info.field_name == "outcome"):  # no outcome: rows of any outcome
+        if v not in words and not (v is None and info.field_name in ("outcome", "transitions")):  # None: no filter
             raise ValueError(f"{info.field_name} {v!r} is not one of: {', '.join(words)}")
         return v
 
@@ -168,6 +177,14 @@ class Expectation(BaseModel):
     def filters(self) -> dict[str, Any]:
         """The filter keys that are set, in a stable order."""
         return {k: getattr(self, k) for k in FILTER_KEYS if getattr(self, k) is not None}
+
+    @property
+    def transition_rows(self) -> str:
+        """Which rows of the transition slices count: the `transitions` filter, else its default (`exclude` with
+        a phase, `include` without)."""
+        if self.transitions is not None:
+            return self.transitions
+        return "exclude" if self.phase is not None else "include"
 
     @property
     def limit(self) -> dict[str, float]:

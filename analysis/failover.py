@@ -8,6 +8,9 @@ rows. t = 0 is the death of the master: the `apply ok` event of the fault on `ma
 - failover_unavailable_s: that end minus the end of the last SEND_OK completed before t (producers without a
   master that acknowledges)
 
+Every send counts, those started while the fault was still being verified too (analysis.transitions): the master
+is gone from the `apply ok` on, whatever the harness's verification still measures.
+
 `inf`: it never happened in the run; `None` (unknown): no fault on the master was applied, or no `roles` events
 (not a controller-mode run). The `fault` filter picks the fault (default: the first applied to `master`)."""
 from __future__ import annotations

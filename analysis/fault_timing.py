@@ -6,6 +6,10 @@
 - recovery_s = k of the first clean second [revert + k s, revert + (k+1) s) after the fault's `revert ok` event,
   counting sends by completion time; a clean second has at least one completed send and all of them SEND_OK.
 
+Both count every send, the fault's transitions' too (analysis.transitions): the first error is looked for from the
+apply's start on purpose (an error while the effect is being verified gives a negative time), and a send started
+while the fault was being reverted that completes after its `revert ok` is part of what producers see after it.
+
 Both can be narrowed by a filter (e.g. one client, or "first SLAVE_NOT_AVAILABLE"). `inf` means it never
 happened although sends completed after the apply (revert); `None` means it cannot be measured: the fault was
 never verified (reverted), or no send completed after it (e.g. a fault reverted only after the load stopped).

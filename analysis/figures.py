@@ -68,7 +68,8 @@ def _panel(title: str, ylabel: str) -> tuple[Figure, Axes]:
 
 
 def _marks(ax: Axes, phases: Sequence[dict[str, Any]], faults: Sequence[dict[str, Any]], x_max: float) -> None:
-    """Phase boundaries (dashed, named) and fault windows (shaded from apply to revert, or to the end)."""
+    """Phase boundaries (dashed, named), fault windows (shaded from apply to revert, or to the end) and their
+    transitions (hatched: apply to verify, revert started to revert ok; analysis.transitions), one legend entry."""
     for ph in phases:
         if ph.get("start_s") is not None:
             ax.axvline(ph["start_s"], color="#444444", linestyle="--", linewidth=0.8)
@@ -81,6 +82,11 @@ def _marks(ax: Axes, phases: Sequence[dict[str, Any]], faults: Sequence[dict[str
         ax.axvspan(f["apply_s"], end, color=FAULT_SHADE, alpha=0.12, label=f"fault {f['fault_id']}")
         if f.get("verified_s") is not None:
             ax.axvline(f["verified_s"], color=FAULT_SHADE, linewidth=0.8)
+    spans = [t for f in faults for t in f.get("transitions") or () if t.get("start_s") is not None]
+    for i, t in enumerate(spans):
+        end = t["end_s"] if t.get("end_s") is not None else x_max
+        ax.axvspan(t["start_s"], max(end, t["start_s"]), facecolor="none", edgecolor=FAULT_SHADE, hatch="////",
+                   linewidth=0.0, zorder=2.5, label="transition" if i == 0 else None)
 
 
 def _col(table: pa.Table, name: str) -> list[Any]:

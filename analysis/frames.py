@@ -2,12 +2,13 @@
 
 The part files of all runs are read in one scan per kind (the `run_id` column tells the runs apart), with the
 schema of `analysis/contract/schemas.py` converted to Spark's (never inferred). The request frame gets the columns
-every later step groups by: the outcome's Jepsen class, the second of the run it started in, and the remark with
-its numbers replaced by `N` (so "period in queue: 205ms" and "...: 211ms" count as one remark).
+every later step groups by: the outcome's Jepsen class, the second of the run it started in, the remark with
+its numbers replaced by `N` (so "period in queue: 205ms" and "...: 211ms" count as one remark), and the fault
+transition its actual start fell in (`transition`, analysis.transitions; null outside one).
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from pyspark.sql import types as T
 
 from analysis import contract as c
 from analysis.rundir import RunDir
+from analysis.transitions import INTERRUPTED_PHASE, Transition
 
 NS_PER_S = 1_000_000_000
 MAP_LOOKUP_RUNS = 64
@@ -95,12 +97,50 @@ def second_of(ns: Column, t0_ns: Column) -> Column:
     return F.floor((ns - t0_ns) / F.lit(NS_PER_S)).cast("long")
 
 
-def enrich_requests(requests: DataFrame, t0: dict[str, int]) -> DataFrame:
-    """The request columns the job uses, with `cls`, `sec` (by start), `isec` (by intended start) and
-    `remark_pattern`. Rows of runs not in `t0` (run id -> zero of its time axis) are dropped."""
+TRANSITION_TYPE = "array<struct<s:bigint,e:bigint,label:string>>"
+
+
+def _within(t: Transition, start: Column) -> Column:
+    return (start >= F.lit(t.start_ns)) & (start < F.lit(t.end_ns)) if t.end_ns is not None else (
+        start >= F.lit(t.start_ns))
+
+
+def with_transitions(df: DataFrame, transitions: Mapping[str, Sequence[Transition]]) -> DataFrame:
+    """`df` (run_id, phase, start_ns) with `transition`: the label of the fault transition its start lies in (the
+    first that started, analysis.transitions), null outside every transition and for rows labelled `interrupted`.
+    For up to MAP_LOOKUP_RUNS runs with transitions (a few each) a CASE on the run and the start (compiled with the
+    rest of the scan), above that a broadcast join of each run's transitions and a filter of that array; no per-row
+    work at all when no run has one."""
+    have = {k: sorted(v, key=lambda t: t.start_ns) for k, v in transitions.items() if v}
+    if not have:
+        return df.withColumn("transition", F.lit(None).cast("string"))
+    start = F.col("start_ns")
+    keep = F.col("phase").isNull() | (F.col("phase") != F.lit(INTERRUPTED_PHASE))
+    if len(have) <= MAP_LOOKUP_RUNS:
+        label: Column | None = None
+        for run, items in sorted(have.items()):
+            inner = F.when(_within(items[0], start), F.lit(items[0].label))
+            for t in items[1:]:
+                inner = inner.when(_within(t, start), F.lit(t.label))
+            cond = F.col("run_id") == F.lit(run)
+            label = F.when(cond, inner) if label is None else label.when(cond, inner)
+        return df.withColumn("transition", F.when(keep, label).cast("string"))
+    small = df.sparkSession.createDataFrame(
+        [(k, [(t.start_ns, t.end_ns, t.label) for t in v]) for k, v in sorted(have.items())],
+        f"run_id string, _tr {TRANSITION_TYPE}")
+    hits = F.filter(F.col("_tr"), lambda x: (x["s"] <= start) & (x["e"].isNull() | (start < x["e"])))
+    return (df.join(F.broadcast(small), "run_id", "left")
+            .withColumn("transition", F.when(keep, F.get(hits, 0)["label"])).drop("_tr"))
+
+
+def enrich_requests(requests: DataFrame, t0: dict[str, int],
+                    transitions: Mapping[str, Sequence[Transition]] | None = None) -> DataFrame:
+    """The request columns the job uses, with `transition` (`with_transitions`), `cls`, `sec` (by start), `isec`
+    (by intended start) and `remark_pattern`. Rows of runs not in `t0` (run id -> zero of its time axis) are
+    dropped."""
     return (
-        with_t0(requests.select(*REQUEST_COLUMNS), t0)
-        .select(*ENRICHED_COLUMNS,
+        with_transitions(with_t0(requests.select(*REQUEST_COLUMNS), t0), transitions or {})
+        .select(*ENRICHED_COLUMNS, "transition",
                 jepsen_class(F.col("outcome")).alias("cls"),
                 second_of(F.col("start_ns"), F.col("t0_ns")).alias("sec"),
                 second_of(F.coalesce(F.col("intended_ns"), F.col("start_ns")), F.col("t0_ns")).alias("isec"),

@@ -14,6 +14,9 @@ Rules (architecture §6 and §8):
   send has its request row (skipped parts, a load that died), a loss count is a lower bound: it can break a `max`,
   never prove one held. Loss metrics do not depend on the schedule: they judge the acknowledged sends there were.
 - fault metrics need the fault's verify (first error) or revert (recovery); `inf` in an incomplete run is unknown.
+- row metrics leave out the sends started in a fault's transition when they name a phase, count them without one,
+  as the expectation's `transitions` says (`exclude` / `include` / `only`; analysis.transitions); `rate` divides by
+  the window's time less (or only) the transitions in it. Fault timings count every send (see fault_timing).
 """
 from __future__ import annotations
 
@@ -42,6 +45,7 @@ from analysis.loss import SLAVE_METRICS, KeyFlags, LossCheck, flags
 from analysis.rundir import RunDir
 from analysis.stats import BASIS_COLUMNS, micros, nearest_rank
 from analysis.timeline import NS
+from analysis.transitions import overlap_ns, transitions_of
 
 ROW_LOSS_METRICS = ("lost", "not_on_slave", "duplicated", "recovered", "unseen_master", "unseen_slave")
 
@@ -65,6 +69,7 @@ class Window:
     complete: bool
     why_incomplete: str | None
     gap: str | None = None  # the window's phase (or a phase of the run) was not delivered: every metric unknown
+    span_ns: int | None = None  # the window's time for `rate`: end - start, less (or only) the transitions in it
 
 
 def window(e: Expectation, run: RunDir, t0_ns: int | None, gaps: Delivery | None = None) -> Window:
@@ -101,7 +106,25 @@ def window(e: Expectation, run: RunDir, t0_ns: int | None, gaps: Delivery | None
     if not run.requests_complete:
         complete, why = False, "request part files were skipped (truncated)"
     gap = gaps.gaps.get(e.phase) if e.phase is not None else gaps.first_gap()
-    return Window(_outcome_filters(e, base), base, start, end, complete, why, gap)
+    base, span = _transition_filter(e, run, base, start, end)
+    return Window(_outcome_filters(e, base), base, start, end, complete, why, gap, span)
+
+
+def _transition_filter(e: Expectation, run: RunDir, cond: Column, start: int | None,
+                       end: int | None) -> tuple[Column, int | None]:
+    """`cond` and the expectation's `transitions` rule (Expectation.transition_rows) on the row's `transition`;
+    the window's time that goes with it: all of it (include), less the transitions in it (exclude), or only them."""
+    mode = e.transition_rows
+    covered = 0
+    if start is not None and end is not None and end > start:
+        covered = overlap_ns(transitions_of(run.timeline), start, end)
+    span = None if start is None or end is None else {"include": end - start, "exclude": end - start - covered,
+                                                        "only": covered}[mode]
+    if mode == "exclude":
+        cond = cond & F.col("transition").isNull()
+    elif mode == "only":
+        cond = cond & F.col("transition").isNotNull()
+    return cond, span
 
 
 def _outcome_filters(e: Expectation, cond: Column) -> Column:
@@ -148,7 +171,10 @@ def _row_value(e: Expectation, w: Window, row: dict, tag: str, loss: LossCheck,
     if e.metric == "rate":
         if w.start_ns is None or w.end_ns is None or w.end_ns <= w.start_ns:
             return Measurement(None, "the time window is not known from events.jsonl", n)
-        return Measurement(n / ((w.end_ns - w.start_ns) / NS), None, n)
+        if not w.span_ns or w.span_ns <= 0:
+            return Measurement(None, "no transition lies in the time window" if e.transition_rows == "only"
+                               else "the time window is all transitions", n)
+        return Measurement(n / (w.span_ns / NS), None, n)
     if e.metric == "share":
         d = int(row.get(f"{tag}_d") or 0)
         return Measurement(n / d, None, n) if d else Measurement(None, "no sends match the filters", 0)

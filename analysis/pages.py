@@ -22,6 +22,7 @@ from analysis.compute import RunResults
 from analysis.figures import OUTCOME_COLORS, compare_figures, run_figures
 from analysis.search import sentence
 from analysis.search_figures import compare_search_figure, search_figure
+from analysis.transitions import slice_name
 from analysis.verdict import RunVerdict, merge_valid
 
 TOP_REMARKS = 15
@@ -115,11 +116,13 @@ def _config(cluster: dict[str, Any] | None) -> tuple[list[str], list[dict[str, A
 
 
 def _outcome_matrix(res: RunResults) -> dict[str, Any]:
-    phases = [p["phase"] for p in res.per_phase if not p["whole_run"]]
+    """Outcome x slice counts: a column per phase and per transition slice (analysis.per_phase), as the Phases
+    table's rows."""
+    phases = [p["slice"] for p in res.per_phase if not p["whole_run"]]
     cells: dict[tuple[str, str], int] = {}
     cls_of: dict[str, str] = {}
     for row in res.outcome_counts.to_pylist():
-        key = (row["outcome"], str(row["phase"]))
+        key = (row["outcome"], slice_name(row["phase"], row.get("transition")))
         cells[key] = cells.get(key, 0) + row["sends"]
         cls_of[row["outcome"]] = row["cls"]
     order = list(OUTCOME_COLORS)
@@ -215,7 +218,7 @@ def compare_rows(results: Sequence[RunResults], page_dir: Path) -> list[dict[str
             "p99_intended": whole.get("intended_p99"), "p99_actual": whole.get("actual_p99"),
             "lost": res.loss.counts.get("lost"), "not_on_slave": res.loss.counts.get("not_on_slave"),
             "failing": [r.message() for r in v.results if r.status != "held"],
-            "phases": {p["phase"]: p for p in res.per_phase if not p["whole_run"]},
+            "phases": {p["phase"]: p for p in res.per_phase if not p["whole_run"] and p["transition"] is None},
             "link": os.path.relpath(res.run.layout.report_index, page_dir),
         })
     return rows

@@ -21,6 +21,10 @@ Two implementations give the same figures (tests/analysis/test_analysis_jvm_aggr
 
 Two bases: `intended` = latency_ms (end - intended start: the open model's view, includes waiting in the load
 generator) and `actual` = service_ms (end - actual start).
+
+Per phase means per slice: (phase, transition), the sends started while a fault of the run was being applied or
+reverted apart from the rest of their phase (analysis.transitions); the whole run holds every send. A frame without
+a `transition` column (a caller's own rows) is one slice per phase.
 """
 from __future__ import annotations
 
@@ -49,14 +53,19 @@ def micros(ms: Column) -> Column:
     return F.floor(F.rint(ms * F.lit(float(NS_PER_MS))) / F.lit(float(NS_PER_US))).cast("long")
 
 
-OUTCOME_KEYS = ("run_id", "phase", "client", "outcome", "response_code")
+OUTCOME_KEYS = ("run_id", "phase", "transition", "client", "outcome", "response_code")
+
+
+def with_slice(df: DataFrame) -> DataFrame:
+    """`df` with its `transition` column, null for every row when it has none."""
+    return df if "transition" in df.columns else df.withColumn("transition", F.lit(None).cast("string"))
 SUMMARY_SETS = {"outcomes": 1, "per_second": 2, "intended": 3}
 """The kinds of rows `send_summary` returns (its `kind` column)."""
 
 
 def send_summary(enriched: DataFrame) -> DataFrame:
     """Three small tables from one scan, told apart by `kind` (SUMMARY_SETS):
-    - outcomes: run_id, phase, client, outcome, cls, response_code, remark_pattern: sends, an example remark
+    - outcomes: run_id, phase, transition, client, outcome, cls, response_code, remark_pattern: sends, an example remark
       (`remark_example`), first/last start, last end and the maximum latencies. Every per-phase and per-run count
       is a sum of these rows.
     - per_second: run_id, sec (by actual start), outcome, cls: sends.
@@ -65,7 +74,7 @@ def send_summary(enriched: DataFrame) -> DataFrame:
     The rows are first grouped by every key at once and the raw remark (a hash aggregation whose groups are few:
     seconds x outcomes x remarks), so the number-stripping regex runs once per group, not per row; the three
     tables are grouping sets over that."""
-    raw = enriched.groupBy(*OUTCOME_KEYS, "remark", "sec", "isec").agg(
+    raw = with_slice(enriched).groupBy(*OUTCOME_KEYS, "remark", "sec", "isec").agg(
         F.count(F.lit(1)).alias("sends"), F.min("start_ns").alias("first_start_ns"),
         F.max("start_ns").alias("last_start_ns"), F.max("end_ns").alias("last_end_ns"),
         F.max("latency_ms").alias("intended_max"), F.max("service_ms").alias("actual_max"))
@@ -168,8 +177,9 @@ LEVEL_PHASE, LEVEL_RUN = 0, 1
 
 
 def latency_percentiles(enriched: DataFrame, jvm_aggregates: bool | None = None) -> DataFrame:
-    """run_id, basis, level (LEVEL_PHASE: per phase; LEVEL_RUN: the whole run, phase null), phase:
-    `p50`.. (ms) for both bases, in one scan and one Spark job (`jvm_aggregates`: see `use_jvm`).
+    """run_id, basis, level (LEVEL_PHASE: per slice of a phase; LEVEL_RUN: the whole run, phase and transition
+    null), phase, transition: `p50`.. (ms) for both bases, in one scan and one Spark job (`jvm_aggregates`: see
+    `use_jvm`).
 
     With the JVM aggregates, MicrosHistogram counts each (run, phase)'s latencies per whole microsecond (both
     bases, in one hash aggregation of the rows), and HistogramRanks sums those histograms per phase and per run
@@ -177,33 +187,38 @@ def latency_percentiles(enriched: DataFrame, jvm_aggregates: bool | None = None)
     microsecond) by a hash aggregation over both bases at once (a grouping set per basis); the whole run's counts
     are sums of its phases' (grouping sets over the small counts), and one window per group walks the cumulative
     counts (`nearest_rank`)."""
+    enriched = with_slice(enriched)
     if use_jvm(enriched.sparkSession, jvm_aggregates):
         return _latency_percentiles_jvm(enriched)
-    keys = ["run_id", "phase", "us_i", "us_a"]
-    counts = (enriched.select("run_id", "phase", *[micros(F.col(col)).alias(f"us_{b[0]}")
-                                                   for b, col in BASIS_COLUMNS.items()])
-              .groupingSets([["run_id", "phase", "us_i"], ["run_id", "phase", "us_a"]], *keys)
+    slice_keys = ["run_id", "phase", "transition"]
+    keys = [*slice_keys, "us_i", "us_a"]
+    counts = (enriched.select(*slice_keys, *[micros(F.col(col)).alias(f"us_{b[0]}")
+                                             for b, col in BASIS_COLUMNS.items()])
+              .groupingSets([[*slice_keys, "us_i"], [*slice_keys, "us_a"]], *keys)
               .agg(F.count(F.lit(1)).alias("c"), F.grouping("us_i").alias("g")))
-    counts = counts.select("run_id", "phase", F.when(F.col("g") == 1, F.lit("actual")).otherwise(
+    counts = counts.select(*slice_keys, F.when(F.col("g") == 1, F.lit("actual")).otherwise(
         F.lit("intended")).alias("basis"), F.coalesce("us_i", "us_a").alias("us"), "c").where(
         F.col("us").isNotNull())
-    levels = (counts.groupingSets([["run_id", "basis", "phase", "us"], ["run_id", "basis", "us"]],
-                                  "run_id", "basis", "phase", "us")
+    levels = (counts.groupingSets([["run_id", "basis", "phase", "transition", "us"], ["run_id", "basis", "us"]],
+                                  "run_id", "basis", "phase", "transition", "us")
               .agg(F.sum("c").alias("c"), F.grouping("phase").cast("int").alias("level")))
-    return nearest_rank(levels, ["run_id", "basis", "level", "phase"], "", summed=True)
+    return nearest_rank(levels, ["run_id", "basis", "level", "phase", "transition"], "", summed=True)
 
 
 def _latency_percentiles_jvm(enriched: DataFrame) -> DataFrame:
     """`latency_percentiles` by the JVM aggregates (see there). A group whose latencies are all null has no row, as
     in the SQL expressions."""
-    per_phase = enriched.groupBy("run_id", "phase").agg(*[
+    slice_keys = ["run_id", "phase", "transition"]
+    per_phase = enriched.groupBy(*slice_keys).agg(*[
         F.call_function(jvm.MICROS_HISTOGRAM, F.col(column)).alias(basis) for basis, column in BASIS_COLUMNS.items()])
-    stacked = per_phase.select("run_id", "phase", F.explode(F.array(*[
+    stacked = per_phase.select(*slice_keys, F.explode(F.array(*[
         F.struct(F.lit(basis).alias("basis"), F.col(f"{basis}.pairs").alias("pairs")) for basis in BASIS_COLUMNS
-    ])).alias("h")).select("run_id", "phase", "h.basis", "h.pairs").where(F.size("pairs") > 0)
-    ranked = stacked.groupingSets([["run_id", "basis", "phase"], ["run_id", "basis"]], "run_id", "basis", "phase").agg(
+    ])).alias("h")).select(*slice_keys, "h.basis", "h.pairs").where(F.size("pairs") > 0)
+    ranked = stacked.groupingSets([["run_id", "basis", "phase", "transition"], ["run_id", "basis"]],
+                                  "run_id", "basis", "phase", "transition").agg(
         F.call_function(jvm.HISTOGRAM_RANKS, F.col("pairs")).alias("r"), F.grouping("phase").cast("int").alias("level"))
-    return ranked.select("run_id", "basis", "level", "phase", *[F.col(f"r.{qn}").alias(qn) for qn in QUANTILE_NAMES])
+    return ranked.select("run_id", "basis", "level", "phase", "transition",
+                         *[F.col(f"r.{qn}").alias(qn) for qn in QUANTILE_NAMES])
 
 
 def metrics_per_second(metrics: DataFrame, t0: dict[str, int]) -> DataFrame:

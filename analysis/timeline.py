@@ -46,6 +46,7 @@ class FaultWindow:
     revert_started_ns: int | None = None
     reverted_ns: int | None = None
     errors: list[str] = field(default_factory=list)
+    failed_ns: dict[str, int] = field(default_factory=dict)  # action (apply, verify, revert) -> its first `failed`
     evidence: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -170,6 +171,7 @@ def _fault_event(faults: dict[str, FaultWindow], ev: Mapping[str, Any], wall: in
     f.target = ev.get("target") or f.target
     if status == "failed":
         f.errors.append(f"{action} failed: {ev.get('error') or 'no error text'}")
+        f.failed_ns.setdefault(str(action), wall)
     if action == "apply" and status == "started" and f.apply_started_ns is None:
         f.apply_started_ns = wall
     elif action == "apply" and status == "ok":

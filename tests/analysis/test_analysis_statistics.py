@@ -9,6 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from known_runs import transition_of
 
 pytestmark = pytest.mark.spark
 
@@ -25,7 +26,8 @@ def rows_of(path):
 
 
 def phase(res, name):
-    return next(p for p in res.per_phase if p["phase"] == name)
+    """The phase's own row (its transition slices are rows of their own)."""
+    return next(p for p in res.per_phase if p["phase"] == name and p["transition"] is None)
 
 
 def test_healthy_phase_percentiles_are_exact(analysed):
@@ -39,10 +41,14 @@ def test_healthy_phase_percentiles_are_exact(analysed):
 
 @pytest.mark.parametrize("run_id", ["ro-run", "clean-run"])
 def test_every_phase_matches_a_sorted_list(analysed, run_id):
+    """Every slice (a phase's own sends, each transition of a fault in it) and the whole run, against its rows."""
     res = analysed.result(run_id)
     rows = rows_of(analysed.paths[run_id])
+    answers = analysed.answers[run_id]
+    assert sum(p["sends"] for p in res.per_phase if not p["whole_run"]) == len(rows)
     for p in res.per_phase:
-        mine = rows if p["whole_run"] else [r for r in rows if r["phase"] == p["phase"]]
+        mine = rows if p["whole_run"] else [r for r in rows if r["phase"] == p["phase"]
+                                            and transition_of(answers, r["start_ns"]) == p["transition"]]
         assert p["sends"] == len(mine)
         for q, frac in QS.items():
             assert p[f"intended_{q}"] == nearest_rank([r["latency_ms"] for r in mine], frac), (p["phase"], q)
@@ -51,10 +57,19 @@ def test_every_phase_matches_a_sorted_list(analysed, run_id):
 
 
 def test_phase_class_counts(analysed):
-    ro = phase(analysed.result("ro-run"), "readonly")
-    assert (ro["sends"], ro["ok"], ro["fail"], ro["info"]) == (1010, 505, 200, 305)
-    assert ro["rate"] == pytest.approx(101.0)
-    whole = phase(analysed.result("ro-run"), "(whole run)")
+    """The readonly phase's own sends are those started while `ro` was in effect (10.5 to 19.5 s: 9 s); the 50 sends
+    of its apply and the 50 of its revert are slices of their own; the whole run holds all."""
+    res = analysed.result("ro-run")
+    ro = phase(res, "readonly")
+    assert (ro["sends"], ro["ok"], ro["fail"], ro["info"]) == (910, 455, 150, 305)
+    assert ro["seconds"] == pytest.approx(9.0) and ro["rate"] == pytest.approx(910 / 9)
+    slices = [(p["slice"], p["sends"], p["send_ok"], p["fail"], p["seconds"]) for p in res.per_phase
+              if p["transition"] is not None]
+    assert slices == [("readonly (transition: ro apply)", 50, 50, 0, 0.5),
+                      ("readonly (transition: ro revert)", 50, 0, 50, 0.5)]
+    assert [p["slice"] for p in res.per_phase] == ["healthy", "readonly", "readonly (transition: ro apply)",
+                                                  "readonly (transition: ro revert)", "recovery", "(whole run)"]
+    whole = phase(res, "(whole run)")
     assert whole["sends"] == 3010 and whole["seconds"] == 30.0
 
 
@@ -81,9 +96,12 @@ def test_outcomes_per_second(analysed):
 def test_outcome_and_remark_counts(analysed):
     counts = analysed.result("ro-run").outcome_counts.to_pylist()
     busy = [r for r in counts if r["outcome"] == "MQBrokerException"]
-    assert len(busy) == 1  # one remark pattern although the numbers vary
-    assert busy[0]["sends"] == 200 and busy[0]["response_code"] == 2 and busy[0]["cls"] == "fail"
-    assert busy[0]["remark_pattern"] == ("[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, "
+    # one remark pattern although the numbers vary: a row per slice (the last 50 started in the revert of `ro`)
+    assert [(r["phase"], r["transition"], r["sends"]) for r in busy] == [("readonly", None, 150),
+                                                                         ("readonly", "ro revert", 50)]
+    for row in busy:
+        assert row["response_code"] == 2 and row["cls"] == "fail"
+        assert row["remark_pattern"] == ("[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, "
                                          "period in queue: Nms, size of queue: N")
     probe = [r for r in counts if r["client"] == "probe" and r["outcome"] == "RemotingTooMuchRequestException"]
     assert probe[0]["sends"] == 5 and probe[0]["remark_pattern"] == "sendDefaultImpl call timeout"
