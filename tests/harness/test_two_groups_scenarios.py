@@ -1,0 +1,81 @@
+"""Two broker groups on the local backend (issue 42), as a user runs them (`rmq-chaos run`, then the analysis), their
+phases shortened:
+
+- `scenarios/busy-broker-two-groups.yaml`: broker-a's master rejects with SYSTEM_BUSY while its store is frozen;
+  every expectation of both halves holds: java-4.9.1 hands code 2 to the application (it does not retry it), java-5.3
+  retries those sends on broker-b. The rows say which group each send ended on, and its attempts;
+- the cluster itself: four brokers (`broker-a-master`, `broker-a-slave`, `broker-b-master`, `broker-b-slave`) with
+  their broker names, the fault applied to the node its `broker-a/master` target names, the read-back of every
+  member, and nothing left afterwards (`valid_run`).
+
+Real 4.9.1 figures of the same file: docs/fidelity.md."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from runsupport import events, rows, valid_run
+
+REPO = Path(__file__).resolve().parents[2]
+BUSY = REPO / "scenarios" / "busy-broker-two-groups.yaml"
+SHORTER = (("  - name: busy\n    duration: 20s", "  - name: busy\n    duration: 12s"),
+           ("min: 1000}", "min: 300}"))
+
+
+def _shortened(tmp_path: Path) -> Path:
+    text = BUSY.read_text(encoding="utf-8")
+    for old, new in SHORTER:
+        assert old in text, old
+        text = text.replace(old, new)
+    scenario = tmp_path / "busy-broker-two-groups.yaml"
+    scenario.write_text(text, encoding="utf-8")
+    return scenario
+
+
+@pytest.mark.long
+@pytest.mark.parametrize("client", ["java-4.9.1", "java-5.3"])
+def test_busy_broker_two_groups_is_valid_on_the_emulator(tmp_path: Path, client: str) -> None:
+    with valid_run(_shortened(tmp_path), tmp_path, wait_s=900, only=f"busy-broker-two-groups.client={client}") \
+            as (run_dir, verdict):
+        cluster = json.loads((run_dir / "cluster.json").read_text())
+        assert [g["name"] for g in cluster["groups"]] == ["broker-a", "broker-b"]
+        names = {n["name"]: n for n in cluster["nodes"]}
+        assert {"broker-a-master", "broker-a-slave", "broker-b-master", "broker-b-slave"} <= set(names)
+        assert cluster["effective_config"]["broker-b-slave"]["brokerName"] == "broker-b"
+        applied = next(e for e in events(run_dir) if e["event"] == "fault" and e["action"] == "apply"
+                       and e["status"] == "ok")
+        assert (applied["target"], applied["node"]) == ("broker-a/master", "broker-a-master")
+        busy = [r for r in rows(run_dir / "requests") if r["phase"] == "busy"]
+        assert {r["broker"] for r in busy} == {"broker-a", "broker-b"}
+        rejected = [r for r in busy if r["response_code"] == 2 and r["outcome"] == "MQBrokerException"]
+        if client == "java-4.9.1":
+            assert rejected and {r["broker"] for r in rejected} == {"broker-a"}
+        else:
+            assert not rejected and any(r["attempts"] >= 2 and r["broker"] == "broker-b" for r in busy)
+        readback = next(e for e in events(run_dir) if e["event"] == "readback_end")
+        assert set(readback["nodes"]) == {"broker-a/master", "broker-a/slave", "broker-b/master", "broker-b/slave"}
+        assert verdict["loss"]["lost"] == 0
+
+
+KILLED = REPO / "scenarios" / "group-master-killed.yaml"
+KILLED_SHORTER = (("  - name: steady\n    duration: 15s", "  - name: steady\n    duration: 8s"),
+                  ("duration: 45s", "duration: 30s"), ("restart_after_s: 40", "restart_after_s: 25"),
+                  ("before_s: 38", "before_s: 23"), ("  - name: recovered\n    duration: 20s",
+                                                     "  - name: recovered\n    duration: 12s"))
+
+
+@pytest.mark.long
+def test_group_master_killed_is_valid_on_the_emulator(tmp_path: Path) -> None:
+    """broker-a's master killed: the sends whose attempt met the dead master are retried on broker-b (their rows
+    end on broker-b with 2 attempts), every expectation holds, nothing acknowledged is lost."""
+    text = KILLED.read_text(encoding="utf-8")
+    for old, new in KILLED_SHORTER:
+        assert old in text, old
+        text = text.replace(old, new)
+    scenario = tmp_path / "group-master-killed.yaml"
+    scenario.write_text(text, encoding="utf-8")
+    with valid_run(scenario, tmp_path, wait_s=900) as (run_dir, verdict):
+        down = [r for r in rows(run_dir / "requests") if r["phase"] == "a-master-down"]
+        assert any(r["attempts"] == 2 and r["broker"] == "broker-b" for r in down)
+        assert verdict["loss"]["lost"] == 0
