@@ -96,6 +96,18 @@ def diagnosed(run_dir: Path) -> list:
     return rank(scan([str(run_dir / "logs")])[0])
 
 
+def shortened(source: Path, tmp_path: Path, replacements: tuple[tuple[str, str], ...]) -> Path:
+    """A copy of the scenario file `source` in `tmp_path` with each (old, new) replaced once; every old text must
+    be there (a test shortening phases fails loudly when the file it shortens changed)."""
+    text = source.read_text(encoding="utf-8")
+    for old, new in replacements:
+        assert old in text, old
+        text = text.replace(old, new, 1)
+    out = tmp_path / source.name
+    out.write_text(text, encoding="utf-8")
+    return out
+
+
 def rows(directory: Path) -> list[dict]:
     parts = sorted(directory.glob("part-*.parquet"))
     return [r for p in parts for r in pq.read_table(p).to_pylist()]

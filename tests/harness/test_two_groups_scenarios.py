@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 
 import pytest
-from runsupport import events, rows, valid_run
+from runsupport import events, rows, shortened, valid_run
 
 REPO = Path(__file__).resolve().parents[2]
 BUSY = REPO / "scenarios" / "busy-broker-two-groups.yaml"
@@ -23,20 +23,10 @@ SHORTER = (("  - name: busy\n    duration: 20s", "  - name: busy\n    duration: 
            ("min: 1000}", "min: 300}"))
 
 
-def _shortened(tmp_path: Path) -> Path:
-    text = BUSY.read_text(encoding="utf-8")
-    for old, new in SHORTER:
-        assert old in text, old
-        text = text.replace(old, new)
-    scenario = tmp_path / "busy-broker-two-groups.yaml"
-    scenario.write_text(text, encoding="utf-8")
-    return scenario
-
-
 @pytest.mark.long
 @pytest.mark.parametrize("client", ["java-4.9.1", "java-5.3"])
 def test_busy_broker_two_groups_is_valid_on_the_emulator(tmp_path: Path, client: str) -> None:
-    with valid_run(_shortened(tmp_path), tmp_path, wait_s=900, only=f"busy-broker-two-groups.client={client}") \
+    with valid_run(shortened(BUSY, tmp_path, SHORTER), tmp_path, wait_s=900, only=f"busy-broker-two-groups.client={client}") \
             as (run_dir, verdict):
         cluster = json.loads((run_dir / "cluster.json").read_text())
         assert [g["name"] for g in cluster["groups"]] == ["broker-a", "broker-b"]
@@ -69,13 +59,7 @@ KILLED_SHORTER = (("  - name: steady\n    duration: 15s", "  - name: steady\n   
 def test_group_master_killed_is_valid_on_the_emulator(tmp_path: Path) -> None:
     """broker-a's master killed: the sends whose attempt met the dead master are retried on broker-b (their rows
     end on broker-b with 2 attempts), every expectation holds, nothing acknowledged is lost."""
-    text = KILLED.read_text(encoding="utf-8")
-    for old, new in KILLED_SHORTER:
-        assert old in text, old
-        text = text.replace(old, new)
-    scenario = tmp_path / "group-master-killed.yaml"
-    scenario.write_text(text, encoding="utf-8")
-    with valid_run(scenario, tmp_path, wait_s=900) as (run_dir, verdict):
+    with valid_run(shortened(KILLED, tmp_path, KILLED_SHORTER), tmp_path, wait_s=900) as (run_dir, verdict):
         down = [r for r in rows(run_dir / "requests") if r["phase"] == "a-master-down"]
         assert any(r["attempts"] == 2 and r["broker"] == "broker-b" for r in down)
         assert verdict["loss"]["lost"] == 0
