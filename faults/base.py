@@ -20,6 +20,17 @@ from faults.target import NodeTarget, resolve
 from faults.undo import UndoContext, run_ops
 
 POLL_S = 0.02
+COMPACT_CHARS = 240
+"""The default `shortfall` names at most this much of the evidence."""
+
+
+def compact(evidence: Any, limit: int = COMPACT_CHARS) -> str:
+    """`key=value` pairs of a (nested) evidence dict on one line, cut at `limit` characters."""
+    if isinstance(evidence, dict):
+        text = ", ".join(f"{k}={compact(v, limit)}" for k, v in evidence.items() if k != "verify_s")
+    else:
+        text = " ".join(str(evidence).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 class FaultParams(BaseModel):
@@ -122,6 +133,18 @@ class Fault(ABC):
     def measure(self) -> tuple[bool, dict]:
         """(effect present?, evidence) -- one measurement."""
 
+    def shortfall(self, evidence: dict) -> tuple[str, str]:
+        """(what was measured, the bound it had to meet), each a short phrase, for the one line of a
+        `FaultNotEffective` (`<fault id> (<kind> on <target>): not effective: <measured> against <bound>`). The
+        default names the evidence's keys and values compactly; a fault says it in its own words."""
+        return compact(evidence), f"the effect of {self.kind} measured within {self.VERIFY_TIMEOUT_S:g} s"
+
+    def not_effective(self, evidence: dict) -> FaultNotEffective:
+        """The one-line error of a verify that did not measure the effect (no newline, whatever the evidence)."""
+        measured, bound = self.shortfall(evidence)
+        text = f"{self.fault_id} ({self.kind} on {self.target.name}): not effective: {measured} against {bound}"
+        return FaultNotEffective(" ".join(text.split()), evidence)
+
     def measure_gone(self) -> dict:
         """Evidence that the effect is gone after revert (raise FaultNotEffective if it is not)."""
         return {}
@@ -189,9 +212,9 @@ class Fault(ABC):
             time.sleep(POLL_S)
         evidence["verify_s"] = round(time.monotonic() - t0, 4)
         if not ok:
-            self._event("verify", "failed", evidence=evidence, error="effect not measured")
-            raise FaultNotEffective(f"{self.kind} on {self.target.name}: effect not measured within "
-                                    f"{deadline - t0:.1f} s: {evidence}", evidence)
+            error = self.not_effective(evidence)
+            self._event("verify", "failed", evidence=evidence, error=str(error))
+            raise error
         self._event("verify", "ok", evidence=evidence)
         return evidence
 

@@ -84,5 +84,8 @@ class ConsumerStuck(Fault):
         blocked = self.listeners.blocked()
         return sum(blocked.values()) > 0, {"blocked": blocked, "pids": self.target.pids()}
 
+    def shortfall(self, evidence: dict) -> tuple[str, str]:
+        return f"blocked consume threads per process {evidence.get('blocked')}", "at least one consume thread blocked"
+
     def measure_gone(self) -> dict:
         return {"control": self.listeners.holding()}

@@ -1,5 +1,5 @@
 """`disk_freeze`: writes to the node's store hang (fsfreeze), as on a disk that stops answering. Verify: a probe
-write from a child process blocks (D state). Revert: thaw."""
+write from a child process blocks (D state, where a frozen filesystem holds writers). Revert: thaw."""
 from __future__ import annotations
 
 import os
@@ -48,6 +48,14 @@ class DiskFreeze(StoreFault):
     def measure(self) -> tuple[bool, dict]:
         probe = blocked_write_probe(self.probe_file, self.tag, self.params.blocked_after_s)
         return bool(probe["blocked"]), probe
+
+    def shortfall(self, evidence: dict) -> tuple[str, str]:
+        if "exit" in evidence:
+            measured = f"a probe write on {self.mount} completed (exit {evidence['exit']})"
+        else:
+            measured = (f"a probe write on {self.mount} in state {evidence.get('state')} at "
+                        f"{evidence.get('wchan') or 'unknown wchan'} after {evidence.get('waited_s')} s")
+        return measured, f"still blocked in D state on the frozen superblock after {self.params.blocked_after_s:g} s"
 
     def measure_gone(self) -> dict:
         after = probe_path(self.mount, f"{self.tag}.after")

@@ -149,6 +149,13 @@ class DiskThrottle(StoreFault):
         ok = all(abs(e["ratio"] - 1.0) <= TOLERANCE for e in evidence.values())
         return ok, evidence
 
+    def shortfall(self, evidence: dict) -> tuple[str, str]:
+        unit = {"bps": "B/s", "iops": "IO/s"}
+        measured = "; ".join(f"{k} of the cgroup {e['measured']} {unit[k.split('_')[1]]} ({e['ratio']}x; probe "
+                             f"{e['probe_measured']})" for k, e in evidence.items() if isinstance(e, dict))
+        bound = ", ".join(f"{k} {v} ±{TOLERANCE:.0%}" for k, v in self.limits.items())
+        return measured, bound
+
     def measure_gone(self) -> dict:
         evidence = {}
         for key in self.limits:

@@ -1,6 +1,6 @@
 """`memory_pressure`: make the node's broker swap. A swap file is added when the machine has no swap of its own, the
 node's memory cgroup limit is lowered below its working set and/or a hog process inside that cgroup fills memory.
-Verify: the broker's VmSwap > 0. Revert: hog ended, limit restored, our swap file switched off and removed."""
+Verify: the broker has more in swap (VmSwap or smaps Swap) than before. Revert: hog ended, limit restored, our swap file switched off and removed."""
 from __future__ import annotations
 
 import os
@@ -23,6 +23,11 @@ MIN_SWAP = 256 << 20
 SWAP_MARGIN = 256 << 20
 HOG_START_TIMEOUT_S = 30.0
 V1_UNLIMITED = 1 << 62
+
+
+def _swapped(pids: list[int]) -> int:
+    """Bytes of these processes in swap (each its larger of VmSwap and smaps Swap)."""
+    return sum(max(v["vm_swap"], v["smaps_swap"]) for v in (swap_bytes(pid) for pid in pids))
 
 
 class MemoryPressureParams(FaultParams):
@@ -84,7 +89,7 @@ class MemoryPressure(Fault):
             size = int(p.swap_file_bytes) if p.swap_file_bytes is not None else anon + hog + SWAP_MARGIN
             swap_file = (os.path.join(self.swap_dir, f"{self.tag}.swap"), max(MIN_SWAP, size))
         self.state.update(cgroup=cg, limit_knob=files["limit"], old_limit=old_limit, limit=limit, hog=hog,
-                          anon_before=anon, swap_file=swap_file[0] if swap_file else None,
+                          anon_before=anon, swapped_before=_swapped([p.pid for p in procs]), swap_file=swap_file[0] if swap_file else None,
                           swap_bytes=swap_file[1] if swap_file else 0,
                           unlimited_value=files["unlimited"] if unlimited else None)
 
@@ -132,11 +137,22 @@ class MemoryPressure(Fault):
         return {"pid": hog.pid, "bytes": size}
 
     def measure(self) -> tuple[bool, dict]:
-        per_pid = {pid: swap_bytes(pid) for pid in self.target.pids()}
+        """The node's processes have more in swap than before the change (VmSwap or smaps Swap; 0 before on a
+        machine without swap of its own, but a node already partly swapped out by the machine's own memory
+        pressure must swap more for the fault to count)."""
+        pids = self.target.pids()
+        per_pid = {pid: swap_bytes(pid) for pid in pids}
         cg = self.state["cgroup"]
-        evidence = {"pids": per_pid, "cgroup_usage": int(cgroupfs.read(cg, cgroupfs.memory_files(cg)["usage"]))}
-        swapped = any(v["vm_swap"] > 0 or v["smaps_swap"] > 0 for v in per_pid.values())
-        return swapped, evidence
+        before = self.state.get("swapped_before", 0)
+        evidence = {"swapped": _swapped(pids), "swapped_before": before, "pids": per_pid,
+                    "cgroup_usage": int(cgroupfs.read(cg, cgroupfs.memory_files(cg)["usage"])),
+                    "limit": self.state.get("limit")}
+        return evidence["swapped"] > before, evidence
+
+    def shortfall(self, evidence: dict) -> tuple[str, str]:
+        return (f"{evidence.get('swapped')} B of the node's memory in swap (before: {evidence.get('swapped_before')} "
+                f"B; cgroup usage {evidence.get('cgroup_usage')} B, limit {evidence.get('limit')})",
+                "more in swap than before the fault")
 
     def measure_gone(self) -> dict:
         s = self.state

@@ -17,6 +17,7 @@ import struct
 import sys
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from faults.probe import WARMUP_S, rate_of
@@ -25,6 +26,9 @@ from faults.relay_client import connect_result
 SO_MAX_PACING_RATE = getattr(socket, "SO_MAX_PACING_RATE", 47)
 REPORT_EVERY_S = 0.02
 CHUNK = 65536
+MIN_SPAN_S = 0.2
+"""A transfer whose bytes reached the sink within less than this has no rate (`rate_bps` None): a queue ahead of
+it (a busy shaped link) can hold it back and hand it over in one burst at the end of the window."""
 CUT = ("timeout", "PermissionError")
 """Connect results that mean no packet came back: our DROP on the way out (EPERM) or in (no answer)."""
 REACHED = ("connected", "ConnectionRefusedError")
@@ -56,10 +60,12 @@ def connect_rtt_ms(host: str, port: int, samples: int = 3, timeout_s: float = 5.
     return out
 
 
-def transfer_rate(host: str, port: int, seconds: float, timeout_s: float = 3.0, pace_bps: int | None = None) -> dict:
+def transfer_rate(host: str, port: int, seconds: float, timeout_s: float = 3.0, pace_bps: int | None = None,
+                  longer: Callable[[], bool] | None = None, max_seconds: float | None = None) -> dict:
     """Send to the sink at host:port for `seconds`; the rate of what it received (least squares after the warm-up).
     `pace_bps` caps the sender's own pace (SO_MAX_PACING_RATE): TCP then sends small bursts instead of 64 KiB GSO
-    packets, which a slow shaper passes a few times a second only (too coarse for a short probe)."""
+    packets, which a slow shaper passes a few times a second only (too coarse for a short probe). With `longer`, the
+    transfer runs on past `seconds`, up to `max_seconds`, while `longer()` is true (e.g. a counter not settled yet)."""
     points: list[tuple[float, int]] = []
     stop = threading.Event()
     with socket.create_connection((host, port), timeout=timeout_s) as s:
@@ -79,9 +85,16 @@ def transfer_rate(host: str, port: int, seconds: float, timeout_s: float = 3.0, 
 
         sender = threading.Thread(target=send, daemon=True)
         sender.start()
-        pending, deadline = b"", time.monotonic() + seconds
+        start = time.monotonic()
+        pending, deadline = b"", start + seconds
+        last = start + max(seconds, max_seconds or 0.0)
+
+        def more() -> bool:
+            now = time.monotonic()
+            return now < deadline or (longer is not None and now < last and longer())
+
         try:
-            while time.monotonic() < deadline:
+            while more():
                 try:
                     data = s.recv(4096)
                 except TimeoutError:
@@ -94,7 +107,9 @@ def transfer_rate(host: str, port: int, seconds: float, timeout_s: float = 3.0, 
             stop.set()
             sender.join(timeout=1)
             s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # reset: drop what is queued
-    return {"rate_bps": round(rate_of(points, WARMUP_S)), "samples": len(points),
+    span = points[-1][0] - points[0][0] if points else 0.0
+    rate = round(rate_of(points, WARMUP_S)) if span >= MIN_SPAN_S else None
+    return {"rate_bps": rate, "samples": len(points),
             "bytes": points[-1][1] if points else 0, "seconds": round(points[-1][0], 3) if points else 0.0}
 
 

@@ -11,11 +11,19 @@ from typing import ClassVar
 
 from faults.base import Fault
 from faults.errors import FaultConflict, FaultNotEffective, FaultRefused, FaultUnavailable
+from faults.net_counters import class_stats
 from faults.net_target import NetTarget
 from faults.system import netns, tc
 from faults.system.tools import have_tool
 
 TOOLS = {"tc": "iproute2", "ip": "iproute2", "unshare": "util-linux"}
+FIRST_CLASS = 0x10
+"""`tc.add_peer_shaping` numbers the peers' classes from `<major>:10`, in the order the peers are given."""
+
+
+def class_of(handle: str, index: int) -> str:
+    """The classid of the `index`-th peer under root `handle` (as `tc -s class show` prints it)."""
+    return f"{handle.rstrip(':')}:{FIRST_CLASS + index:x}"
 
 
 class NetShaping(Fault):
@@ -55,9 +63,17 @@ class NetShaping(Fault):
         if root["handle"] != tc.DEFAULT_HANDLE:
             raise FaultRefused(f"{self.kind}: interface {dev} already has a root qdisc {root['kind']} "
                                f"{root['handle']} that rmq-chaos did not make; refusing to replace it")
-        self.state.update(dev=dev, netns=ns, handle=tc.handle_for(self.tag), peers=peers, claim=claim,
+        handle = tc.handle_for(self.tag)
+        self.state.update(dev=dev, netns=ns, handle=handle, peers=peers, claim=claim,
+                          classes={n: class_of(handle, i) for i, n in enumerate(peers)},
                           probes={n: list(p) for n in peers if (p := net.probe_for(n))},
                           sinks={n: list(net.sinks[n]) for n in peers if n in net.sinks})
+
+    @property
+    def classes(self) -> dict[str, str]:
+        """Peer name -> the classid of its class (journal entries older than this key computed again)."""
+        return self.state.get("classes") or {n: class_of(self.state["handle"], i)
+                                             for i, n in enumerate(self.state["peers"])}
 
     def claims(self) -> list[str]:
         return [self.state["claim"]]
@@ -69,7 +85,13 @@ class NetShaping(Fault):
     def inject(self) -> dict:
         tc.add_peer_shaping(self.state["dev"], self.state["handle"], list(self.state["peers"].values()),
                             self.rate_bits(), self.leaf())
+        made = class_stats(self.state["dev"])
+        missing = [c for c in self.classes.values() if c not in made]
+        if missing:
+            raise FaultNotEffective(f"{self.kind}: htb class(es) {', '.join(missing)} not found on "
+                                    f"{self.state['dev']} after adding them (found: {', '.join(made) or 'none'})")
         return {"dev": self.state["dev"], "handle": self.state["handle"], "peers": self.state["peers"],
+                "classes": self.classes,
                 "qdiscs": [f"{q['kind']} {q['handle']}" for q in tc.qdiscs(self.state["dev"])]}
 
     def measure_gone(self) -> dict:

@@ -42,3 +42,7 @@ class NodeRestart(Fault):
         old = {p[0] for p in self.state["old"]}
         new = [pid for pid in self.target.pids() if (p := ProcId.of(pid)) and p.alive()]
         return bool(new) and not (old & set(new)), {"old_pids": sorted(old), "new_pids": new}
+
+    def shortfall(self, evidence: dict) -> tuple[str, str]:
+        return (f"pids {evidence.get('new_pids')} running (before: {evidence.get('old_pids')})",
+                "running under new pids only")

@@ -3,9 +3,12 @@ target's `extras["peers"]`), in one or both directions, optionally only on some 
 of our own (`RMQ-<tag>`), jumped to first from INPUT and OUTPUT by rules whose comment names the fault; the kept
 addresses (`extras["keep"]`: the control node, the host's own) that are not this host's own RETURN at its top, so
 the management path is never cut by us (RETURN, not ACCEPT: the host's own rules after our jump still apply to
-them); the host's own addresses are kept by never being a peer (a RETURN on them would match every packet). Verify: a TCP connect from
-this host to each cut peer's probe port gets no answer (timeout) or our own EPERM, and one to each kept address with a
-probe port still reaches it. Revert: the jumps deleted, the chain flushed and deleted (undo op
+them); the host's own addresses are kept by never being a peer (a RETURN on them would match every packet).
+
+Verify: a TCP connect from this host to each cut peer's probe port gets no answer (timeout) or our own EPERM while our
+chain's DROP rules for that peer count packets (so the cut is ours, not a peer too busy to answer), and one to each
+kept address with a probe port still reaches it; the evidence has what the DROP rules dropped since apply (the nodes'
+own traffic with the probes'). Revert: the jumps deleted, the chain flushed and deleted (undo op
 `iptables_chain_remove`, replayable by `cleanup` from any network namespace). Claims: `partition:net:[<netns>]:<peer
 address>`, so two partitions on one host compose when they cut different peers."""
 from __future__ import annotations
@@ -16,12 +19,15 @@ from pydantic import Field, field_validator
 
 from faults.base import Fault
 from faults.errors import FaultNotEffective, FaultRefused, FaultUnavailable
+from faults.net_counters import chain_counters
 from faults.net_probe import CUT, REACHED, connect_all
 from faults.net_target import NetTarget, PeersParams, is_local
 from faults.system import iptables, netns
 from faults.system.tools import have_tool
 
 PROBE_TIMEOUT_S = 0.5
+ANY = "0.0.0.0/0"
+"""How `iptables -L -n` prints the side of a rule that matches any address."""
 MAX_PORTS = 15
 """The multiport match takes at most 15 ports."""
 
@@ -98,14 +104,42 @@ class Partition(Fault):
         return {"chain": self.state["chain"], "rules": iptables.chain_rules(self.state["chain"]),
                 "peers": self.state["peers"], "keep": self.state["keep"]}
 
+    def _drops(self) -> dict[str, dict]:
+        """Per cut peer address: packets and bytes our chain's DROP rules for it have counted since apply."""
+        out = {a: {"packets": 0, "bytes": 0} for a in set(self.state["peers"].values())}
+        for rule in chain_counters(iptables.IPTABLES, self.state["chain"]):
+            addr = rule["destination"] if rule["source"] == ANY else rule["source"]
+            if rule["target"] == "DROP" and addr in out:
+                out[addr]["packets"] += rule["packets"]
+                out[addr]["bytes"] += rule["bytes"]
+        return out
+
     def measure(self) -> tuple[bool, dict]:
+        """The probes cut, and our own DROP rules counted them (a connect that times out for any other reason, a
+        peer too busy to answer, does not count); what the rules dropped since apply (the nodes' own traffic too)
+        is in the evidence."""
         names = list(self.state["probes"])
+        before = self._drops()
         cut = connect_all([tuple(self.state["probes"][n]) for n in names], PROBE_TIMEOUT_S)
         kept = connect_all([tuple(p) for p in self.state["keep_probes"]], PROBE_TIMEOUT_S)
-        evidence = {"peers": {n: {"probe": ":".join(map(str, self.state["probes"][n])), "connect": r}
-                              for n, r in zip(names, cut, strict=True)},
+        after = self._drops()
+        peers, ok = {}, all(r in REACHED for r in kept)
+        for n, result in zip(names, cut, strict=True):
+            addr = self.state["peers"][n]
+            counted = after[addr]["packets"] - before[addr]["packets"]
+            peers[n] = {"probe": ":".join(map(str, self.state["probes"][n])), "connect": result,
+                        "dropped_during_probe": counted, "dropped_since_apply": after[addr]}
+            ok = ok and result in CUT and counted > 0
+        evidence = {"peers": peers,
                     "kept": {f"{a}:{p}": r for (a, p), r in zip(self.state["keep_probes"], kept, strict=True)}}
-        return all(r in CUT for r in cut) and all(r in REACHED for r in kept), evidence
+        return ok, evidence
+
+    def shortfall(self, evidence: dict) -> tuple[str, str]:
+        parts = [f"connect to {n} ({p['probe']}) {p['connect']}, our DROP rules counted {p['dropped_during_probe']} "
+                 f"packet(s) meanwhile" for n, p in evidence.get("peers", {}).items()]
+        parts += [f"connect to kept {a} {r}" for a, r in evidence.get("kept", {}).items()]
+        return "; ".join(parts), (f"every cut peer's connect unanswered within {PROBE_TIMEOUT_S:g} s (or EPERM) with "
+                                  f"our DROP rules counting it, every kept address reached")
 
     def measure_gone(self) -> dict:
         chain = self.state["chain"]

@@ -28,6 +28,12 @@ WARMUP_S = 0.15
 """Direct-I/O completions before this are left out of the rate: blk-throttle lets a first slice through unthrottled."""
 BLOCKED_AFTER_S = 0.25
 """A probe write still unfinished (in D state) after this long counts as blocked."""
+FREEZE_WAITS = ("percpu_rwsem_wait", "percpu_down_read", "__percpu_down_read", "__sb_start_write")
+"""Where a writer waits on a frozen filesystem (its superblock's write lock, a percpu rw semaphore; on 6.x
+`percpu_rwsem_wait`). A write in D state elsewhere (dirty-page throttling `balance_dirty_pages`, the ext4 journal
+`wait_transaction_locked`, a slow device) is a busy store, not a frozen one."""
+RUNNABLE_GRACE = 8
+RUNNABLE_POLL_S = 0.01
 PROBE_START_TIMEOUT_S = 10.0
 STAT_EVERY_S = 0.01
 """The probe samples the cgroup's I/O counters this often while it runs."""
@@ -58,7 +64,10 @@ def _env(tag: str) -> dict:
 
 def blocked_write_probe(path: str, tag: str, blocked_after_s: float = BLOCKED_AFTER_S) -> dict:
     """Write 4 KiB to a file from a child process; `blocked` when the child is still in D state after
-    `blocked_after_s`. A blocked child is sent SIGKILL (it dies once the filesystem is thawed)."""
+    `blocked_after_s`, waiting where a frozen filesystem holds writers (`FREEZE_WAITS`; any D state where the kernel
+    hides wchan). A child still runnable then (not scheduled yet on a loaded machine: it has not reached its write)
+    is given up to `RUNNABLE_GRACE` times as long. A blocked child is sent SIGKILL (it dies once the filesystem is
+    thawed)."""
     child = subprocess.Popen([sys.executable, "-m", "faults.probe", "write", path], env=_env(tag),
                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     t0 = time.monotonic()
@@ -72,9 +81,17 @@ def blocked_write_probe(path: str, tag: str, blocked_after_s: float = BLOCKED_AF
     except subprocess.TimeoutExpired:
         pid = ProcId.of(child.pid)
         state = pid.state() if pid else None
-        evidence = {"blocked": state == "D", "pid": child.pid, "state": state, "wchan": wchan(child.pid),
-                    "waited_s": round(time.monotonic() - t1, 4), "started": ready.strip() == "start",
-                    "startup_s": round(t1 - t0, 4)}
+        while state == "R" and time.monotonic() - t1 < blocked_after_s * RUNNABLE_GRACE:
+            time.sleep(RUNNABLE_POLL_S)
+            state = pid.state()
+        where = wchan(child.pid)
+        if state is None or state == "Z":
+            child.wait()
+            return {"blocked": False, "exit": child.returncode, "output": child.stdout.read().strip(),
+                    "waited_s": round(time.monotonic() - t1, 4)}
+        evidence = {"blocked": state == "D" and (where in FREEZE_WAITS or where in ("", "0")), "pid": child.pid,
+                    "state": state, "wchan": where, "waited_s": round(time.monotonic() - t1, 4),
+                    "started": ready.strip() == "start", "startup_s": round(t1 - t0, 4)}
         child.kill()
         return evidence
 

@@ -76,6 +76,11 @@ class ProcessFreeze(Fault):
         alive = {pid: s for pid, s in states.items() if s is not None}
         return bool(alive) and all(s in STOPPED for s in alive.values()), {"states": states}
 
+    def shortfall(self, evidence: dict) -> tuple[str, str]:
+        if self.params.method == "cgroup":
+            return f"freezer {evidence.get('freezer')} (states {evidence.get('states')})", "FROZEN"
+        return f"process states {evidence.get('states')}", "every live process stopped (T)"
+
     def measure_gone(self) -> dict:
         states = self._states()
         stopped = {pid: s for pid, s in states.items() if s in STOPPED}

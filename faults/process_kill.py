@@ -88,6 +88,9 @@ class ProcessKill(Fault):
         left = {p.pid: p.state() for p in procs if p.alive()}
         return not left, {"left": left, "killed": [p.pid for p in procs]}
 
+    def shortfall(self, evidence: dict) -> tuple[str, str]:
+        return f"still running after {self.params.signal}: {evidence.get('left')}", "every killed process gone"
+
     def before_revert(self) -> list[dict]:
         if self._timer is not None:
             self._timer.cancel()

@@ -79,6 +79,10 @@ class ReadonlyFs(StoreFault):
         evidence = {"write_errno": probe["errno"], "mount_options": ",".join(m.options) if m else None}
         return probe["errno"] == "EROFS" and bool(m and m.readonly), evidence
 
+    def shortfall(self, evidence: dict) -> tuple[str, str]:
+        return (f"a probe write on {self.mount} got {evidence.get('write_errno') or 'no error'}, mounted "
+                f"{evidence.get('mount_options')}", "EROFS on a read-only mount (emergency_ro or ro)")
+
     def measure_gone(self) -> dict:
         probe = erofs_probe(self.mount, f"{self.fault_id}.after")
         m = mounts.mount_at(self.mount)

@@ -45,6 +45,9 @@ class ContainerFreeze(ProcessFreeze):
         seen = self._observed()
         return seen["docker_status"] == "paused" and seen["freezer"] == "FROZEN", seen
 
+    def shortfall(self, evidence: dict) -> tuple[str, str]:
+        return f"container {evidence.get('docker_status')}, freezer {evidence.get('freezer')}", "paused and FROZEN"
+
     def measure_gone(self) -> dict:
         seen = self._observed()
         if seen["docker_status"] != "running" or seen["freezer"] == "FROZEN":

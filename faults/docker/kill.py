@@ -53,6 +53,10 @@ class ContainerKill(ProcessKill):
                     "killed": [p.pid for p in procs]}
         return ct.status in NOT_RUNNING and not left, evidence
 
+    def shortfall(self, evidence: dict) -> tuple[str, str]:
+        return (f"container {evidence.get('docker_status')}, still running: {evidence.get('left')}",
+                "the container stopped and every killed process gone")
+
     def measure_gone(self) -> dict:
         ct = engine.container(self.state["container"])
         return {"docker_status_after": ct.status, "pids_after": self.target.pids()}

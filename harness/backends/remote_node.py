@@ -11,8 +11,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from faults.errors import FaultError
+from faults.errors import FaultError, FaultNotEffective
 from harness.backends.broker_checks import BrokerChecks
+from harness.hosts.agent_client import AgentError
+
+NOT_EFFECTIVE = "FaultNotEffective: "
+"""How the agent prefixes an error of that class in its answer (harness/agent/server.py)."""
 
 
 class RemoteNodeNotReady(FaultError):
@@ -126,7 +130,15 @@ class RemoteFault:
         return result["evidence"]
 
     def verify(self) -> dict[str, Any]:
-        return self.node.agent.call("fault_verify", fault_id=self.spec.id, timeout_s=300)["evidence"]
+        """The agent's verify; a fault the agent found not effective is `FaultNotEffective` here too, so it ends the
+        run in the same one line as on this machine (`<id> (<kind> on <target>): not effective: ... against ...`)."""
+        try:
+            return self.node.agent.call("fault_verify", fault_id=self.spec.id, timeout_s=300)["evidence"]
+        except AgentError as err:
+            _, marker, text = str(err).partition(NOT_EFFECTIVE)
+            if marker:
+                raise FaultNotEffective(text) from None
+            raise
 
     def revert(self) -> dict[str, Any]:
         if not self.applied:

@@ -137,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
         _print(console, f"{args.action} {fault.fault_id}", result)
         return EXIT_OK
     except FaultNotEffective as e:
-        console.print(f"[red]not effective:[/] {e}")
+        console.print(str(e), style="red", markup=False, highlight=False)  # "<id> (<kind> on <target>): not effective: ..."
         return EXIT_FAILED
     except (FaultRefused, FaultUnavailable) as e:
         console.print(f"[red]refused:[/] {e}")

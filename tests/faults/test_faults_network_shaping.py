@@ -21,8 +21,10 @@ def test_net_bandwidth_limits_h1_to_h2_measured_by_the_sink_and_reverts(net_bed,
     fault = {"kind": "net_bandwidth", "params": {"peers": ["n2"], "rate_bps": LIMIT}, "id": "slow-n2"}
     driver = net_bed.driver("h1", state_dir, [fault])
     result = driver.results["slow-n2"]
-    probe = result["verify"]["probes"]["n2"]
-    assert abs(probe["ratio"] - 1) <= TOLERANCE, result
+    peer = result["verify"]["peers"]["n2"]
+    assert abs(peer["class_ratio"] - 1) <= TOLERANCE and peer["shaping"], result
+    assert peer["class"] == result["apply"]["classes"]["n2"] and peer["counters"]["overlimits"] > 0, result
+    assert abs(peer["probe_ratio"] - 1) <= TOLERANCE, result  # an idle link: the probe alone fills the class
     handle = result["apply"]["handle"]
     assert result["apply"]["dev"] == "eth0" and f"qdisc htb {handle} dev eth0 root" in net_bed.out("h1", ["tc", "qdisc"])
     measured = net_bed.rate("h1", "h2")
