@@ -34,9 +34,11 @@ def _frozen(mount: str) -> bool:
 def scan_leftovers(state_dir: str | os.PathLike[str], roots: list[str] | None = None) -> list[str]:
     """One line per leftover. `roots`: directories where the runs kept images and mount points (default: state
     dir)."""
-    journal = Journal(state_dir)
-    entries = journal.entries() + journal.archived()
-    roots = [os.path.realpath(r) for r in (roots or [])] + [os.path.realpath(journal.state_dir)]
+    entries = []
+    if os.path.isdir(state_dir):  # a scan makes nothing: no state dir, no journal to read (and none made)
+        journal = Journal(state_dir)
+        entries = journal.entries() + journal.archived()
+    roots = [os.path.realpath(r) for r in (roots or [])] + [os.path.realpath(state_dir)]
     found = []
     tags = {e.id for e in entries} | {e.id + "-after" for e in entries}
     for p in tagged(tags):
