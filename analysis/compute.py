@@ -26,6 +26,7 @@ from analysis.fault_timing import FaultSpec
 from analysis.frames import Frames, enrich_requests, load_frames
 from analysis.loss import LossCheck, loss_checks, plan_key_flags
 from analysis.measures import Measurement, measure
+from analysis.per_group import group_per_second, group_tables, multi_group_runs, per_group
 from analysis.per_phase import empty_counts, per_phase
 from analysis.rundir import RunDir
 from analysis.search import searches_of
@@ -59,6 +60,8 @@ class RunResults:
     consume: RunConsume | None = None  # the consumer side (None: the run has no consumes, lag or PAGECACHERT)
     failover: dict[str, Any] | None = None  # controller mode: the failover figures (analysis.failover)
     search: dict[str, Any] | None = None  # phase -> its sustainable-rate search (analysis.search); None: no search
+    per_group: list[dict[str, Any]] | None = None  # per slice per broker group (analysis.per_group); None: one group
+    group_per_second: pa.Table | None = None  # sends and share per broker group per second; None: one group
 
 
 def _split(table: pa.Table, run_id: str, sort: Sequence[str] = ()) -> pa.Table:
@@ -105,9 +108,11 @@ def _compute(spark: SparkSession, runs: Sequence[RunDir], frames: Frames, enrich
             series = pool.submit(_series, enriched, frames.metrics, known_t0)
             consumers = pool.submit(consume_results, spark, runs, known_t0, enriched) if any(
                 r.has_consumes or r.parts.get("metrics/lag") for r in runs) else None
+            multi = multi_group_runs(runs)
+            groups = pool.submit(group_tables, enriched, multi) if multi else None
             try:
                 return _compute_sends(spark, runs, frames, enriched, known_t0, t0, step, flags, readback_runs,
-                                      series, consumers)
+                                      series, consumers, groups)
             except BaseException:  # a failed step or Ctrl-C: the threads' jobs end now, not when they are done
                 spark.sparkContext.cancelAllJobs()
                 raise
@@ -126,7 +131,7 @@ def _series(enriched: DataFrame, metrics: DataFrame, known_t0: dict[str, int]) -
 def _compute_sends(spark: SparkSession, runs: Sequence[RunDir], frames: Frames, enriched: DataFrame,
                    known_t0: dict[str, int], t0: dict[str, int | None], step: Step, flags: Future | None,
                    readback_runs: dict[str, list[str] | None], series: Future,
-                   consumers: Future | None) -> list[RunResults]:
+                   consumers: Future | None, groups: Future | None = None) -> list[RunResults]:
     ids = [r.run_id for r in runs]
 
     step("outcome counts")
@@ -162,6 +167,9 @@ def _compute_sends(spark: SparkSession, runs: Sequence[RunDir], frames: Frames, 
                     m = Measurement(None, gap)
                 measured[(run.run_id, i)] = m
 
+    if groups is not None:
+        step("per broker group: outcomes, latency, rate (begun beside)")
+    group_tabs = groups.result() if groups is not None else None
     failovers = {run.run_id: failover_of(run, enriched, measured) for run in runs}
     searches = searches_of(runs, frames.requests, consume, measured, step)
     results = []
@@ -183,14 +191,18 @@ def _compute_sends(spark: SparkSession, runs: Sequence[RunDir], frames: Frames, 
                              [judge(e, measured[(rid, i)]) for i, e in enumerate(run.expectations)], incomplete)
         run_counts = _split(counts, rid, ["phase", "outcome"])
         faults = [_fault_row(f, timings[(rid, f.fault_id)], t0[rid], run_counts) for f in run.timeline.faults]
+        slices = per_phase(run, run_counts, {k: _split(v, rid) for k, v in pct.items()})
+        several = group_tabs is not None and len(run.broker_groups) > 1
         results.append(RunResults(
             run=run, t0_ns=t0[rid], rows=rows,
             per_second=_per_second(_split(per_sec, rid), _split(intended, rid), _split(out_long, rid)),
             outcomes_per_second=_outcomes_long(_split(out_long, rid)),
-            per_phase=per_phase(run, run_counts, {k: _split(v, rid) for k, v in pct.items()}),
+            per_phase=slices,
             outcome_counts=run_counts, metrics_per_second=_split(metrics, rid, ["node", "sec"]),
             loss=loss[rid], faults=faults, verdict=verdict, warnings=warnings, consume=shown,
-            failover=failovers[rid], search=searches[rid]))
+            failover=failovers[rid], search=searches[rid],
+            per_group=per_group(run, slices, group_tabs) if several else None,
+            group_per_second=group_per_second(run, group_tabs) if several else None))
         verdict.extra = {"loss": loss[rid].to_json(), "faults": faults, "warnings": warnings,
                          "run_status": run.timeline.status,
                          "schedule": {"dropped": deliveries[rid].dropped, "gaps": deliveries[rid].gaps,

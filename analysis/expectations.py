@@ -38,10 +38,14 @@ SEND_OK; and the producers' window without one (analysis.failover)."""
 SEARCH_METRICS = ("sustainable_rate",)
 """A phase's sustainable-rate search (scenario `search:`): the highest achieved rate held for `hold` consecutive
 steps within its bounds, sends/s (analysis.search)."""
+GROUP_METRICS = ("group_share", "group_leave_s")
+"""Broker groups (filter `broker`, a group name): `group_share`, the share of the window's sends that ended on the
+group (analysis.measures); `group_leave_s`, the seconds from a fault's verify until the group's share of the sends
+per second stays at or below `below` for the rest of the fault's window (analysis.group_leave)."""
 CONSUMER_METRICS = CONSUME_COUNT_METRICS + CONSUME_LATENCY_METRICS + CONSUMER_LOSS_METRICS + LAG_METRICS
 """Measured over `consumes/` and `metrics/lag/` (analysis.consume_measures); unknown in a run without them."""
 METRICS: tuple[str, ...] = (COUNT_METRICS + LATENCY_METRICS + FAULT_METRICS + LOSS_METRICS + CONSUMER_METRICS
-                            + PAGECACHE_METRICS + FAILOVER_METRICS + SEARCH_METRICS)
+                            + PAGECACHE_METRICS + FAILOVER_METRICS + SEARCH_METRICS + GROUP_METRICS)
 SEND_BASES = ("intended", "actual")
 CONSUME_BASES = ("born", "stored")
 """End-to-end latency of a delivery: delivered_ns minus the message's born time (producer) or store time (broker)."""
@@ -61,7 +65,8 @@ TRANSITIONS = ("exclude", "include", "only")
 transition slices of analysis.transitions) left out, counted with the rest, or the only ones counted. Default:
 `exclude` with a `phase` (a phase's figures are the time its faults were in effect), `include` without (the whole
 run holds every send)."""
-ROW_FILTERS = ("phase", "client", "outcome", "response_code", "remark_contains", "after_s", "before_s", "transitions")
+ROW_FILTERS = ("phase", "client", "broker", "outcome", "response_code", "remark_contains", "after_s", "before_s",
+               "transitions")
 OUTCOME_FILTERS = ("outcome", "response_code", "remark_contains")
 ALLOWED_FILTERS: dict[str, tuple[str, ...]] = {
     **{m: ROW_FILTERS for m in COUNT_METRICS + LATENCY_METRICS},
@@ -74,6 +79,8 @@ ALLOWED_FILTERS: dict[str, tuple[str, ...]] = {
     "pagecache_put_p99_ms": ("node", "phase"),
     **{m: ("fault",) for m in FAILOVER_METRICS},
     "sustainable_rate": ("phase",),
+    "group_share": ("phase", "client", "broker", "after_s", "before_s", "transitions"),
+    "group_leave_s": ("fault", "client", "broker"),
 }
 FILTER_KEYS = ROW_FILTERS + ("fault", "group", "node")
 WORD_KEYS: dict[str, tuple[str, ...]] = {"metric": METRICS, "basis": BASES, "outcome": OUTCOMES,
@@ -93,6 +100,7 @@ Metric = Literal[
     "pagecache_put_p99_ms",
     "failover_election_s", "failover_route_s", "failover_first_ok_s", "failover_unavailable_s",
     "sustainable_rate",
+    "group_share", "group_leave_s",
 ]
 
 
@@ -104,6 +112,8 @@ class Expectation(BaseModel):
     name: str | None = Field(default=None, description="label in the verdict and junit; generated when absent")
     phase: str | None = Field(default=None, description="rows of this phase (scenario phase name)")
     client: str | None = Field(default=None, description="rows of this load client (producer group)")
+    broker: str | None = Field(default=None, description="rows whose send ended on this broker group (its broker "
+                                                         "name, e.g. broker-a: the request row's `broker`)")
     outcome: str | None = Field(default=None, description="rows with this outcome word")
     response_code: int | None = Field(default=None, description="rows with this broker response code")
     remark_contains: str | None = Field(default=None, description="rows whose remark contains this text")
@@ -120,6 +130,8 @@ class Expectation(BaseModel):
     basis: Literal["intended", "actual", "born", "stored"] = Field(
         default="intended", description="send latency from the intended start (open model) or actual; consume "
                                         "latency (default born) from the message's born or store time")
+    below: float | None = Field(default=None, ge=0, le=1, description="group_leave_s: the bound the group's share "
+                                                                      "of sends per second must stay at or below")
     min: float | None = None
     max: float | None = None
 
@@ -152,8 +164,15 @@ class Expectation(BaseModel):
             if getattr(self, key) is not None and key not in allowed:
                 names = ", ".join(allowed) if allowed else "none"
                 raise ValueError(f"key {key!r} does not apply to metric {self.metric}; its filters: {names}")
-        if self.metric in FAULT_METRICS and self.fault is None:
+        if self.metric in FAULT_METRICS + ("group_leave_s",) and self.fault is None:
             raise ValueError(f"metric {self.metric} needs key 'fault' (a fault id of the scenario)")
+        if self.metric in GROUP_METRICS and self.broker is None:
+            raise ValueError(f"metric {self.metric} needs key 'broker' (a broker group of the scenario, e.g. broker-a)")
+        if self.metric == "group_leave_s" and self.below is None:
+            raise ValueError("metric group_leave_s needs key 'below' (the share of sends per second the group must "
+                             "stay at or below, 0..1)")
+        if self.metric != "group_leave_s" and self.below is not None:
+            raise ValueError("key 'below' applies only to metric group_leave_s")
         if self.metric == "share" and not any(getattr(self, k) is not None for k in OUTCOME_FILTERS):
             raise ValueError("metric share needs one of keys outcome, response_code, remark_contains "
                              "(the share of those rows among the rows of the other filters)")
@@ -196,7 +215,8 @@ class Expectation(BaseModel):
             return self.name
         parts = [f"{k}={v}" for k, v in self.filters.items()]
         latency = self.metric in LATENCY_METRICS + CONSUME_LATENCY_METRICS
-        metric = self.metric + (f"[{self.basis}]" if latency else "")
+        metric = self.metric + (f"[{self.basis}]" if latency else f"[below={self.below:g}]" if self.below is not None
+                                else "")
         bounds = " ".join(f"{k}={v:g}" for k, v in self.limit.items())
         return " ".join([*parts, metric, bounds])
 

@@ -2,6 +2,11 @@
 
 Per run: rate, latency percentiles, stacked outcomes and node metrics per second, on one time axis (seconds from
 the first phase start), phases marked and fault windows shaded. For several runs: outcome mix and p99 side by side.
+
+The outcomes chart has a second panel when any send was not SEND_OK: every other outcome as its own line on a log
+scale, a dot on each second it occurred. Stacked on the first panel's scale, a fault phase's few errors per second
+vanish under the healthy seconds' thousands (the seed run: RemotingTooMuchRequestException and SLAVE_NOT_AVAILABLE
+under 5,000 SEND_OK/s); on their own log scale one send in a second stands as far from the axis as ten do from one.
 """
 from __future__ import annotations
 
@@ -41,6 +46,8 @@ PERCENTILE_STYLE = (("p50", "#1f77b4"), ("p90", "#2ca02c"), ("p99", "#ff7f0e"), 
                     ("max", "#7f7f7f"))
 MIB = 1 << 20
 MARGINS = {"left": 0.07, "right": 0.78, "top": 0.88, "bottom": 0.17}
+RARE_FLOOR = 0.5
+"""The rare outcomes' log axis starts here, so a second with one send sits clearly above it."""
 
 
 def outcome_color(outcome: str, order: Sequence[str] = ()) -> str:
@@ -93,13 +100,17 @@ def _col(table: pa.Table, name: str) -> list[Any]:
     return table.column(name).to_pylist() if name in table.column_names else []
 
 
+def time_range(per_second: pa.Table, metrics: pa.Table) -> tuple[float, float]:
+    """The x range every per-run chart shares: the seconds with sends or node metrics."""
+    all_secs = _col(per_second, "sec") + [s for s in _col(metrics, "sec") if s is not None]
+    return (float(min(all_secs)), float(max(all_secs)) + 1) if all_secs else (0.0, 1.0)
+
+
 def run_figures(per_second: pa.Table, outcomes: pa.Table, metrics: pa.Table, phases: Sequence[dict[str, Any]],
                 faults: Sequence[dict[str, Any]]) -> dict[str, str]:
     """The per-run charts as data URIs: rate, latency, outcomes, write_bw, swap (node metrics when present)."""
     secs = _col(per_second, "sec")
-    all_secs = secs + [s for s in _col(metrics, "sec") if s is not None]
-    x_max = float(max(all_secs)) + 1 if all_secs else 1.0
-    x_min = float(min(all_secs)) if all_secs else 0.0
+    x_min, x_max = time_range(per_second, metrics)
     out: dict[str, str] = {}
 
     fig, ax = _panel("Send rate per second", "sends/s")
@@ -118,10 +129,7 @@ def run_figures(per_second: pa.Table, outcomes: pa.Table, metrics: pa.Table, pha
     _finish(ax, phases, faults, x_min, x_max)
     out["latency"] = to_data_uri(fig)
 
-    fig, ax = _panel("Outcomes per second (stacked, by start second)", "sends/s")
-    _stacked_outcomes(ax, outcomes, secs)
-    _finish(ax, phases, faults, x_min, x_max)
-    out["outcomes"] = to_data_uri(fig)
+    out["outcomes"] = to_data_uri(outcomes_figure(outcomes, secs, phases, faults, x_min, x_max))
 
     for key, column, title, unit, scale in (
         ("write_bw", "write_bytes_per_s", "Write bandwidth per node", "MB/s", 1e6),
@@ -142,7 +150,43 @@ def run_figures(per_second: pa.Table, outcomes: pa.Table, metrics: pa.Table, pha
     return out
 
 
-def _stacked_outcomes(ax: Axes, outcomes: pa.Table, secs: Sequence[int]) -> None:
+def outcomes_figure(outcomes: pa.Table, secs: Sequence[int], phases: Sequence[dict[str, Any]],
+                    faults: Sequence[dict[str, Any]], x_min: float, x_max: float) -> Figure:
+    """Outcomes per second stacked (sends/s) and, when a send was not SEND_OK, below it every other outcome on its
+    own log scale (see the module docstring). The axes are `fig.axes`: [stacked] or [stacked, rare]."""
+    words, series = _outcome_series(outcomes, secs)
+    rare = [w for w in words if w != c.SEND_OK and any(series[w])]
+    if not rare:
+        fig, ax = _panel("Outcomes per second (stacked, by start second)", "sends/s")
+        _stacked_outcomes(ax, words, series, secs)
+        _finish(ax, phases, faults, x_min, x_max)
+        return fig
+    fig, (top, low) = plt.subplots(2, 1, sharex=True, figsize=(WIDTH_IN, 2 * PANEL_HEIGHT_IN))
+    fig.subplots_adjust(**{**MARGINS, "bottom": MARGINS["bottom"] / 2, "top": 1 - (1 - MARGINS["top"]) / 2,
+                           "hspace": 0.3})
+    top.set_title("Outcomes per second (stacked, by start second)", loc="left", fontsize=11)
+    top.set_ylabel("sends/s")
+    top.grid(True, alpha=0.3)
+    _stacked_outcomes(top, words, series, secs)
+    _finish(top, phases, faults, x_min, x_max)
+    low.set_title("Outcomes other than SEND_OK per second (each on its own, log scale; a dot per second with any)",
+                  loc="left", fontsize=11)
+    low.set_ylabel("sends/s (log)")
+    low.set_xlabel("seconds from the first phase start")
+    low.grid(True, alpha=0.3, which="both")
+    mids = [s + 0.5 for s in secs]  # the middle of the second its bar spans on the stacked panel
+    for w in rare:
+        ys = [float(n) if n else float("nan") for n in series[w]]  # a second without it breaks the line
+        low.plot(mids, ys, color=outcome_color(w, words), marker="o", markersize=3, linewidth=1.0,
+                 label=w)
+    low.set_yscale("log")
+    low.set_ylim(RARE_FLOOR, max(max(series[w]) for w in rare) * 2.0)
+    _finish(low, phases, faults, x_min, x_max)
+    return fig
+
+
+def _outcome_series(outcomes: pa.Table, secs: Sequence[int]) -> tuple[list[str], dict[str, list[int]]]:
+    """The outcome words in the chart's order and each one's sends per second of `secs`."""
     words = sorted(set(_col(outcomes, "outcome")), key=lambda o: (o not in OUTCOME_COLORS, list(
         OUTCOME_COLORS).index(o) if o in OUTCOME_COLORS else 0, o))
     index = {s: i for i, s in enumerate(secs)}
@@ -150,6 +194,10 @@ def _stacked_outcomes(ax: Axes, outcomes: pa.Table, secs: Sequence[int]) -> None
     for s, o, n in zip(_col(outcomes, "sec"), _col(outcomes, "outcome"), _col(outcomes, "sends"), strict=True):
         if s in index:
             series[o][index[s]] = n
+    return words, series
+
+
+def _stacked_outcomes(ax: Axes, words: Sequence[str], series: dict[str, list[int]], secs: Sequence[int]) -> None:
     if words and secs:
         xs = [*secs, secs[-1] + 1]  # a post step ends where its last second ends
         ax.stackplot(xs, *[[*series[w], series[w][-1]] for w in words], labels=words,

@@ -17,6 +17,9 @@ Rules (architecture §6 and §8):
 - row metrics leave out the sends started in a fault's transition when they name a phase, count them without one,
   as the expectation's `transitions` says (`exclude` / `include` / `only`; analysis.transitions); `rate` divides by
   the window's time less (or only) the transitions in it. Fault timings count every send (see fault_timing).
+- broker groups: the filter `broker` keeps the rows whose send ended on that group (their `broker`); `group_share`
+  is the window's sends on the group over the window's sends (every other filter on both); a `broker` that is no
+  group of the run (cluster.json's `groups`) is unknown. `group_leave_s` takes one more scan (analysis.group_leave).
 """
 from __future__ import annotations
 
@@ -41,6 +44,7 @@ from analysis.expectations import (
     Expectation,
 )
 from analysis.fault_timing import FaultSpec, FaultTiming, fault_timings, first_error_exprs
+from analysis.group_leave import LeaveWindow, leave_window, measure_leave, seconds_on_group
 from analysis.loss import SLAVE_METRICS, KeyFlags, LossCheck, flags
 from analysis.rundir import RunDir
 from analysis.stats import BASIS_COLUMNS, micros, nearest_rank
@@ -63,13 +67,14 @@ class Window:
     """Rows of one expectation in one run, as Spark conditions, with what is known about their time window."""
 
     cond: Column  # all filters
-    base: Column  # all filters but outcome/response_code/remark_contains (share's denominator)
+    base: Column  # all but outcome/response_code/remark_contains (share's denominator); group_share's: all but broker
     start_ns: int | None
     end_ns: int | None
     complete: bool
     why_incomplete: str | None
     gap: str | None = None  # the window's phase (or a phase of the run) was not delivered: every metric unknown
     span_ns: int | None = None  # the window's time for `rate`: end - start, less (or only) the transitions in it
+    refused: str | None = None  # the filters name what this run does not have (a broker group): unknown
 
 
 def window(e: Expectation, run: RunDir, t0_ns: int | None, gaps: Delivery | None = None) -> Window:
@@ -107,7 +112,20 @@ def window(e: Expectation, run: RunDir, t0_ns: int | None, gaps: Delivery | None
         complete, why = False, "request part files were skipped (truncated)"
     gap = gaps.gaps.get(e.phase) if e.phase is not None else gaps.first_gap()
     base, span = _transition_filter(e, run, base, start, end)
-    return Window(_outcome_filters(e, base), base, start, end, complete, why, gap, span)
+    if e.metric == "group_share":  # the window's sends that ended on the group / the window's sends
+        cond = base & (F.col("broker") == F.lit(e.broker))
+    else:
+        base = base if e.broker is None else base & (F.col("broker") == F.lit(e.broker))
+        cond = _outcome_filters(e, base)
+    return Window(cond, base, start, end, complete, why, gap, span, refused=_unknown_broker(e, run))
+
+
+def _unknown_broker(e: Expectation, run: RunDir) -> str | None:
+    """Why a `broker` filter cannot be measured in this run: it names no broker group of the run (when the run
+    says which it has: cluster.json's `groups`, analysis.rundir)."""
+    if e.broker is None or not run.broker_groups or e.broker in run.broker_groups:
+        return None
+    return f"broker {e.broker!r} is not a broker group of this run (its groups: {', '.join(run.broker_groups)})"
 
 
 def _transition_filter(e: Expectation, run: RunDir, cond: Column, start: int | None,
@@ -140,7 +158,7 @@ def _outcome_filters(e: Expectation, cond: Column) -> Column:
 
 def _aggregates(e: Expectation, w: Window, tag: str) -> list[Column]:
     n = F.sum(w.cond.cast("long")).alias(f"{tag}_n")
-    if e.metric == "share":
+    if e.metric in ("share", "group_share"):
         return [n, F.sum(w.base.cast("long")).alias(f"{tag}_d")]
     if e.metric == "latency_max_ms":
         return [n, F.max(F.when(w.cond, F.col(BASIS_COLUMNS[e.basis]))).alias(f"{tag}_v")]
@@ -162,6 +180,8 @@ def _row_value(e: Expectation, w: Window, row: dict, tag: str, loss: LossCheck,
     n = int(row.get(f"{tag}_n") or 0)
     if (e.after_s is not None or e.before_s is not None) and w.start_ns is None:
         return Measurement(None, w.why_incomplete, 0)
+    if w.refused is not None:
+        return Measurement(None, w.refused, n)
     if w.gap is not None and e.metric not in ROW_LOSS_METRICS:
         return Measurement(None, w.gap, n)
     if e.metric in ("count", "rate") and not w.complete:
@@ -175,7 +195,7 @@ def _row_value(e: Expectation, w: Window, row: dict, tag: str, loss: LossCheck,
             return Measurement(None, "no transition lies in the time window" if e.transition_rows == "only"
                                else "the time window is all transitions", n)
         return Measurement(n / (w.span_ns / NS), None, n)
-    if e.metric == "share":
+    if e.metric in ("share", "group_share"):
         d = int(row.get(f"{tag}_d") or 0)
         return Measurement(n / d, None, n) if d else Measurement(None, "no sends match the filters", 0)
     if e.metric in LATENCY_METRICS:
@@ -225,12 +245,16 @@ def measure(enriched: DataFrame, kf: KeyFlags | None, runs: Sequence[RunDir], t0
     exprs: list[Column] = list(phase_counts.values())
     rows_needed: list[tuple[RunDir, int, Expectation, Window, str]] = []
     specs: list[FaultSpec] = list(report_specs)
+    leaves: list[tuple[tuple[str, int], LeaveWindow | str]] = []
     joined = False
     for r_i, run in enumerate(runs):
         for i, e in enumerate(run.expectations):
             key = (run.run_id, i)
             if e.metric in CONSUMER_METRICS + PAGECACHE_METRICS + FAILOVER_METRICS + SEARCH_METRICS:
                 continue  # analysis.consume_measures, analysis.failover, analysis.search
+            if e.metric == "group_leave_s":
+                leaves.append((key, leave_window(f"r{r_i}x{i}", e, run)))
+                continue
             if e.metric in LOSS_METRICS and not e.filters:
                 loss_later.append((key, e, run))
             elif e.metric in FAULT_METRICS:
@@ -266,6 +290,10 @@ def measure(enriched: DataFrame, kf: KeyFlags | None, runs: Sequence[RunDir], t0
         out[key] = _lower_bound(_loss_value(e, run, loss[run.run_id]), deliveries[run.run_id].rows_note)
     timings = fault_timings(enriched, specs, first_errors=values)
     by_run = {r.run_id: r for r in runs}
+    seconds = seconds_on_group(enriched, [w for _, w in leaves if isinstance(w, LeaveWindow)])
+    for key, w in leaves:
+        value, note, n = measure_leave(w, seconds, by_run[key[0]].timeline.completed)
+        out[key] = Measurement(value, note, n)
     for key, t in timings.items():
         if isinstance(key, tuple) and key and key[0] == "expect":
             run = by_run[key[1]]
@@ -274,7 +302,7 @@ def measure(enriched: DataFrame, kf: KeyFlags | None, runs: Sequence[RunDir], t0
     for key, m in out.items():  # a fault's timing in a phase that was not delivered is the harness's, not the broker's
         run = by_run[key[0]]
         e = run.expectations[key[1]]
-        fw = run.timeline.fault(e.fault or "") if e.metric in FAULT_METRICS else None
+        fw = run.timeline.fault(e.fault or "") if e.metric in (*FAULT_METRICS, "group_leave_s") else None
         if fw is not None and m.value is not None:
             gap = deliveries[run.run_id].gap_between(run.timeline, fw.shade_start_ns, fw.reverted_ns)
             if gap is not None:

@@ -20,11 +20,14 @@ from analysis import contract as c
 from analysis.compute import RunResults
 from analysis.junit import write_junit
 from analysis.pages import render_compare_page, render_run_page
+from analysis.per_group import per_group_table
 
 COMPARE_DIR = "report-compare"
 AGGREGATES = ("per_second", "outcomes_per_second", "outcome_counts", "metrics_per_second")
 CONSUME_FILES = ("consume_per_second", "consume_per_phase", "consumer_lag_per_second")
 """Written only for a run with a consumer side (consumes/, metrics/lag/ or PAGECACHERT lines)."""
+GROUP_FILES = ("per_group", "per_group_per_second")
+"""Written only for a run with more than one broker group (analysis.per_group)."""
 
 
 def _json(path: Path, data: Any) -> None:
@@ -55,8 +58,10 @@ def summary(res: RunResults) -> dict[str, Any]:
         "t0_ns": res.t0_ns, "rows": res.rows, "valid": res.verdict.valid, "phases": res.per_phase,
         "faults": res.faults, "loss": res.loss.to_json(), "warnings": res.warnings,
         "files": [f"{name}.parquet" for name in AGGREGATES] + ["per_phase.parquet", c.VERDICT_FILE, c.JUNIT_FILE]
-        + ([f"{name}.parquet" for name in CONSUME_FILES] if res.consume is not None else []),
+        + ([f"{name}.parquet" for name in CONSUME_FILES] if res.consume is not None else [])
+        + ([f"{name}.parquet" for name in GROUP_FILES] if res.per_group is not None else []),
         **({"consumers": res.consume.to_json()} if res.consume is not None else {}),
+        **({"broker_groups": res.run.broker_groups, "per_group": res.per_group} if res.per_group is not None else {}),
     }
 
 
@@ -73,6 +78,9 @@ def write_run_report(res: RunResults, dest: Path | None = None) -> Path:
             for name, table in zip(CONSUME_FILES, (rc.per_second, pa.Table.from_pylist(rc.per_phase),
                                                    pa.Table.from_pylist(lag)), strict=True):
                 pq.write_table(table, d / f"{name}.parquet")
+        if res.per_group is not None and res.group_per_second is not None:
+            pq.write_table(per_group_table(res.per_group), d / "per_group.parquet")
+            pq.write_table(res.group_per_second, d / "per_group_per_second.parquet")
         _json(d / "summary.json", summary(res))
         res.verdict.write(d / c.VERDICT_FILE)
         write_junit(res.verdict, d / c.JUNIT_FILE)

@@ -19,7 +19,8 @@ import yaml
 from analysis import contract as c
 from analysis.compare_phases import phase_rows, search_rows
 from analysis.compute import RunResults
-from analysis.figures import OUTCOME_COLORS, compare_figures, run_figures
+from analysis.figures import OUTCOME_COLORS, compare_figures, run_figures, time_range
+from analysis.group_figures import group_share_figure
 from analysis.search import sentence
 from analysis.search_figures import compare_search_figure, search_figure
 from analysis.transitions import slice_name
@@ -90,7 +91,8 @@ def verdict_view(v: RunVerdict) -> dict[str, Any]:
         "word": WORD[v.valid], "css": CSS[v.valid], "counts": v.counts(), "incomplete": v.incomplete,
         "results": [{"name": r.name, "metric": r.expectation.metric + (f" ({r.expectation.basis})"
                                                                       if r.expectation.metric.startswith("latency_")
-                                                                      else ""),
+                                                                      else f" (below {r.expectation.below:g})"
+                                                                      if r.expectation.below is not None else ""),
                      "filters": ", ".join(f"{k}={val}" for k, val in r.expectation.filters.items()),
                      "measured": r.measured_text(), "limit": r.limit_text(), "status": r.status, "note": r.note}
                     for r in v.results],
@@ -165,7 +167,7 @@ def render_run_page(res: RunResults) -> str:
                    "reordered": rc.reordered, "pagecache": rc.pagecache, "buckets": BUCKETS,
                    "verdicts": rc.verdicts, "lag": rc.to_json()["lag"]}
     return environment().get_template("run.html.j2").render(
-        consume=consume,
+        consume=consume, groups=group_view(res),
         generated=_now(),
         run={"run_id": res.run.run_id, "scenario": res.run.scenario_name, "status": res.run.timeline.status,
              "rows": res.rows, "t0": _iso(res.t0_ns)},
@@ -176,6 +178,20 @@ def render_run_page(res: RunResults) -> str:
               "unread": [q.to_json() for q in res.loss.unread]},
         config_nodes=nodes, config_rows=rows, scenario_text=res.run.scenario_text,
     )
+
+
+def group_view(res: RunResults) -> dict[str, Any] | None:
+    """The per-group panel of a run with several broker groups (analysis.per_group): the share chart and per slice
+    a row per group (the slice's name on its first); None for one group."""
+    if res.per_group is None or res.group_per_second is None:
+        return None
+    x_min, x_max = time_range(res.per_second, res.metrics_per_second)
+    slices: dict[str, list[dict[str, Any]]] = {}
+    for r in res.per_group:
+        text = ", ".join(f"{w} {n:,}" for w, n in r["outcomes"].items())
+        slices.setdefault(r["slice"], []).append({**r, "outcome_text": text})
+    return {"groups": res.run.broker_groups, "slices": slices,
+            "figure": group_share_figure(res.group_per_second, phase_marks(res), res.faults, x_min, x_max)}
 
 
 def search_view(res: RunResults) -> list[dict[str, Any]]:

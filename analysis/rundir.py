@@ -58,6 +58,7 @@ class RunDir:
     consumer_groups: list[str] = field(default_factory=list)  # scenario consumers: group names (may be empty)
     open_load: bool = False  # an open-model client runs (a phase without sends then was not delivered)
     drops: dict[str, int] = field(default_factory=dict)  # phase -> open-model slots dropped late (schedule/)
+    broker_groups: list[str] = field(default_factory=list)  # the cluster's broker groups (names; see _broker_groups)
 
     @property
     def has_consumes(self) -> bool:
@@ -142,12 +143,13 @@ def open_run_dir(path: str | Path) -> RunDir:
         if log.zone_offset_ns:
             warnings.append(f"{log.path}: line times are UTC{log.zone_offset_ns / 3.6e12:+g} h (4.9.1 logs in GMT+8): "
                             "shifted to UTC")
+    cluster = _read_cluster(layout, warnings)
     return RunDir(layout=layout, run_id=run_id, scenario_name=str(scenario.get("name") or run_id),
                   scenario_text=text, expectations=expectations, phases=phases,
-                  cluster=_read_cluster(layout, warnings), timeline=timeline, parts=parts, skipped=skipped,
+                  cluster=cluster, timeline=timeline, parts=parts, skipped=skipped,
                   warnings=warnings, coverage=coverage, pagecache=pagecache,
                   consumer_groups=_consumer_groups(scenario), open_load=_open_load(scenario),
-                  drops=read_drops(parts[c.SCHEDULE_DIR]))
+                  drops=read_drops(parts[c.SCHEDULE_DIR]), broker_groups=_broker_groups(cluster, scenario))
 
 
 def _open_load(scenario: dict[str, Any]) -> bool:
@@ -161,6 +163,29 @@ def _open_load(scenario: dict[str, Any]) -> bool:
 
 def _int_ns(v: Any) -> int | None:
     return int(v) if isinstance(v, int | float) and not isinstance(v, bool) and abs(v) < 2**63 else None
+
+
+MAX_BROKER_GROUPS = 64
+"""Broker group names read from a run directory at most (the harness runs up to 8)."""
+
+
+def _broker_groups(cluster: dict[str, Any] | None, scenario: dict[str, Any]) -> list[str]:
+    """The run's broker groups, by name: cluster.json's `groups` (`[{name, members}]`); else the scenario's
+    `cluster.groups` (names, or a count n > 1: `broker-a`, `broker-b`, ... as harness.topology names them); else the
+    one group, cluster.json's (or the scenario's) `broker_name`; else none known (a run made before cluster.json
+    named its broker)."""
+    groups = cluster.get("groups") if isinstance(cluster, dict) else None
+    if isinstance(groups, list):
+        names = [g.get("name") if isinstance(g, dict) else g for g in groups]
+        return list(dict.fromkeys(n for n in names if isinstance(n, str)))[:MAX_BROKER_GROUPS]
+    section = scenario.get("cluster") if isinstance(scenario.get("cluster"), dict) else {}
+    raw = section.get("groups")
+    if isinstance(raw, list):
+        return list(dict.fromkeys(n for n in raw if isinstance(n, str)))[:MAX_BROKER_GROUPS]
+    if isinstance(raw, int) and not isinstance(raw, bool) and 1 < raw <= 26:
+        return [f"broker-{chr(ord('a') + i)}" for i in range(raw)]
+    name = (cluster or {}).get("broker_name") or section.get("broker_name")
+    return [name] if isinstance(name, str) else []
 
 
 def _consumer_groups(scenario: dict[str, Any]) -> list[str]:

@@ -176,10 +176,12 @@ def nearest_rank(counts: DataFrame, keys: Sequence[str], prefix: str,
 LEVEL_PHASE, LEVEL_RUN = 0, 1
 
 
-def latency_percentiles(enriched: DataFrame, jvm_aggregates: bool | None = None) -> DataFrame:
+def latency_percentiles(enriched: DataFrame, jvm_aggregates: bool | None = None,
+                        by: Sequence[str] = ()) -> DataFrame:
     """run_id, basis, level (LEVEL_PHASE: per slice of a phase; LEVEL_RUN: the whole run, phase and transition
     null), phase, transition: `p50`.. (ms) for both bases, in one scan and one Spark job (`jvm_aggregates`: see
-    `use_jvm`).
+    `use_jvm`). `by`: more keys that split both levels (e.g. `broker`: per group per slice and per group over the
+    run), columns after `run_id`.
 
     With the JVM aggregates, MicrosHistogram counts each (run, phase)'s latencies per whole microsecond (both
     bases, in one hash aggregation of the rows), and HistogramRanks sums those histograms per phase and per run
@@ -188,9 +190,10 @@ def latency_percentiles(enriched: DataFrame, jvm_aggregates: bool | None = None)
     are sums of its phases' (grouping sets over the small counts), and one window per group walks the cumulative
     counts (`nearest_rank`)."""
     enriched = with_slice(enriched)
+    by = list(by)
     if use_jvm(enriched.sparkSession, jvm_aggregates):
-        return _latency_percentiles_jvm(enriched)
-    slice_keys = ["run_id", "phase", "transition"]
+        return _latency_percentiles_jvm(enriched, by)
+    slice_keys = ["run_id", *by, "phase", "transition"]
     keys = [*slice_keys, "us_i", "us_a"]
     counts = (enriched.select(*slice_keys, *[micros(F.col(col)).alias(f"us_{b[0]}")
                                              for b, col in BASIS_COLUMNS.items()])
@@ -199,25 +202,27 @@ def latency_percentiles(enriched: DataFrame, jvm_aggregates: bool | None = None)
     counts = counts.select(*slice_keys, F.when(F.col("g") == 1, F.lit("actual")).otherwise(
         F.lit("intended")).alias("basis"), F.coalesce("us_i", "us_a").alias("us"), "c").where(
         F.col("us").isNotNull())
-    levels = (counts.groupingSets([["run_id", "basis", "phase", "transition", "us"], ["run_id", "basis", "us"]],
-                                  "run_id", "basis", "phase", "transition", "us")
+    run_keys = ["run_id", *by, "basis"]
+    levels = (counts.groupingSets([[*run_keys, "phase", "transition", "us"], [*run_keys, "us"]],
+                                  *run_keys, "phase", "transition", "us")
               .agg(F.sum("c").alias("c"), F.grouping("phase").cast("int").alias("level")))
-    return nearest_rank(levels, ["run_id", "basis", "level", "phase", "transition"], "", summed=True)
+    return nearest_rank(levels, [*run_keys, "level", "phase", "transition"], "", summed=True)
 
 
-def _latency_percentiles_jvm(enriched: DataFrame) -> DataFrame:
+def _latency_percentiles_jvm(enriched: DataFrame, by: Sequence[str] = ()) -> DataFrame:
     """`latency_percentiles` by the JVM aggregates (see there). A group whose latencies are all null has no row, as
     in the SQL expressions."""
-    slice_keys = ["run_id", "phase", "transition"]
+    slice_keys = ["run_id", *by, "phase", "transition"]
     per_phase = enriched.groupBy(*slice_keys).agg(*[
         F.call_function(jvm.MICROS_HISTOGRAM, F.col(column)).alias(basis) for basis, column in BASIS_COLUMNS.items()])
     stacked = per_phase.select(*slice_keys, F.explode(F.array(*[
         F.struct(F.lit(basis).alias("basis"), F.col(f"{basis}.pairs").alias("pairs")) for basis in BASIS_COLUMNS
     ])).alias("h")).select(*slice_keys, "h.basis", "h.pairs").where(F.size("pairs") > 0)
-    ranked = stacked.groupingSets([["run_id", "basis", "phase", "transition"], ["run_id", "basis"]],
-                                  "run_id", "basis", "phase", "transition").agg(
+    run_keys = ["run_id", *by, "basis"]
+    ranked = stacked.groupingSets([[*run_keys, "phase", "transition"], run_keys],
+                                  *run_keys, "phase", "transition").agg(
         F.call_function(jvm.HISTOGRAM_RANKS, F.col("pairs")).alias("r"), F.grouping("phase").cast("int").alias("level"))
-    return ranked.select("run_id", "basis", "level", "phase", "transition",
+    return ranked.select(*run_keys, "level", "phase", "transition",
                          *[F.col(f"r.{qn}").alias(qn) for qn in QUANTILE_NAMES])
 
 

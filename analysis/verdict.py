@@ -54,6 +54,7 @@ class ExpectationResult:
         return {
             "name": self.name, "metric": e.metric, "filters": e.filters,
             **({"basis": e.basis} if e.metric.startswith("latency_") else {}),
+            **({"below": e.below} if e.below is not None else {}),
             "limit": e.limit, "measured": measured, "measured_text": self.measured_text(),
             "held": self.held, "status": self.status, "rows": self.rows, "note": self.note,
         }

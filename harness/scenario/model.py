@@ -99,7 +99,10 @@ class Scenario(Strict):
                     raise at(("phases", pi - shift, "faults", fi, "target"), str(err)) from None
 
     def _gather_expectations(self, shift: int) -> None:
+        from harness.topology import group_names
+
         phases = [p.name for p in self.phases]
+        brokers = group_names(self.cluster)
         clients = [c.name for c in self.load.clients]
         faults = [f.id for _, f in self.faults]
         groups = [g.name for g in self.consumers.groups]
@@ -112,7 +115,8 @@ class Scenario(Strict):
                 moved.append((path, e.model_copy(update={"phase": phase.name})))
             phase.expect = []
         for path, e in moved:
-            for key, known in (("phase", phases), ("client", clients), ("fault", faults), ("group", groups)):
+            for key, known in (("phase", phases), ("client", clients), ("fault", faults), ("group", groups),
+                               ("broker", brokers)):
                 value = getattr(e, key, None)
                 if value is not None and value not in known:
                     raise at(path + (key,), f"{value!r} is not a {key} of this scenario; allowed: "

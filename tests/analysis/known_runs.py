@@ -86,7 +86,8 @@ class RunBuilder:
 
     def send(self, *, worker: str, seq: int, start_ms: float, service_ms: float, outcome: str, phase: str,
              client: str = "flood", queue_ms: float = 0.5, response_code: int | None = None,
-             remark: str | None = None, place: tuple[int, int] | None = None) -> str:
+             remark: str | None = None, place: tuple[int, int] | None = None,
+             broker: str | None = "broker-a") -> str:
         key = f"{self.run_id}:{worker}:{seq}"
         start = self.at(start_ms)
         intended = start - int(round(queue_ms * MS))
@@ -95,7 +96,7 @@ class RunBuilder:
             "run_id": self.run_id, "worker": worker, "client": client, "seq": seq, "topic": "chaos", "key": key,
             "msg_id": f"MSG{len(self.requests):08d}", "intended_ns": intended, "start_ns": start, "end_ns": end,
             "latency_ms": (end - intended) / MS, "service_ms": (end - start) / MS, "phase": phase,
-            "outcome": outcome, "response_code": response_code, "remark": remark, "broker": "broker-a",
+            "outcome": outcome, "response_code": response_code, "remark": remark, "broker": broker,
             "queue_id": place[0] if place else seq % 4, "queue_offset": place[1] if place else seq,
             "attempts": 1 if c.outcome_class(outcome) == c.OK else 3,
         })

@@ -6,7 +6,7 @@ import math
 import pytest
 import yaml
 
-from analysis.expectations import FAULT_METRICS, METRICS, Expectation, parse_expectations
+from analysis.expectations import FAULT_METRICS, GROUP_METRICS, METRICS, Expectation, parse_expectations
 
 ARCHITECTURE_EXAMPLE = """
 expect:
@@ -67,4 +67,6 @@ def test_bounds_are_inclusive_and_never_is_infinite():
 def test_every_metric_is_accepted_with_its_own_filters():
     for metric in METRICS:
         extra = {"fault": "f"} if metric in FAULT_METRICS else {"outcome": "SEND_OK"} if metric == "share" else {}
+        extra.update({"broker": "broker-a"} if metric in GROUP_METRICS else {})
+        extra.update({"fault": "f", "below": 0.05} if metric == "group_leave_s" else {})
         assert Expectation.model_validate({"metric": metric, "max": 1, **extra}).metric == metric
