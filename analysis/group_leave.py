@@ -1,13 +1,15 @@
 """`group_leave_s`: how fast sends leave a sick broker group (architecture §6). One Spark aggregation for every such
 expectation of every run, then a few lines of Python per expectation.
 
-The window is the fault's effect: from its `verify ok` to its `revert started` (else the load's stop, else the last
-phase's end; a fault reverted only after the load stopped runs to the load's stop). Its sends (by actual start,
-`start_ns`; `client` narrows them) are counted per second from the verify, second k = [verify + k s, verify + k+1 s),
+The window is the fault's life: from the start of its apply (as `fault_to_first_error_s`: the clients may react
+while the harness still verifies the effect, a disk throttle's verify takes seconds) to its `revert started` (else the
+load's stop, else the last phase's end; a fault reverted only after the load stopped runs to the load's stop); a
+fault never verified is not measured. Its sends (by actual start, `start_ns`; `client` narrows them) are counted per
+second from the apply's start, second k = [apply + k s, apply + k+1 s),
 with those that ended on the group (the request row's `broker`: the group of the send's last attempt). A second's
 share is its sends on the group / its sends; a second without sends has no share: it neither holds nor breaks the
 bound. The measured value is k of the first second with sends from which every later second with sends has a share
-at or below `below`: 0 when the group's share was under the bound from the verify on; `never` (+inf) when the last
+at or below `below`: 0 when the group's share was under the bound from the apply on; `never` (+inf) when the last
 second with sends was above it. So the answer is the first second in which the producers were seen sending (almost)
 nowhere else, and a pause in which they sent nothing at all (every thread waiting on the sick group) counts as not
 left yet.
@@ -36,7 +38,7 @@ class LeaveWindow:
 
     tag: str
     run_id: str
-    start_ns: int  # the fault's verify ok
+    start_ns: int  # the start of the fault's apply
     end_ns: int  # its revert started (else load stop, else the last phase's end)
     broker: str
     client: str | None
@@ -58,15 +60,16 @@ def leave_window(tag: str, e: Expectation, run: RunDir) -> LeaveWindow | str:
         return f"no fault {e.fault!r} in events.jsonl"
     if fw.verified_ns is None:
         return f"fault {fw.fault_id!r} was never verified (no 'verify ok' event)"
+    start = fw.shade_start_ns or fw.verified_ns
     end = window_end(run, fw)
-    if end is None or end <= fw.verified_ns:
+    if end is None or end <= start:
         return f"fault {fw.fault_id!r}: the end of its window (revert started, load stop) is not in events.jsonl"
     if run.broker_groups and e.broker not in run.broker_groups:
         return f"broker {e.broker!r} is not a broker group of this run (its groups: {', '.join(run.broker_groups)})"
     if not run.requests_complete:
         return "request part files were skipped (truncated): a missing row may have been on the group"
     assert e.broker is not None and e.below is not None  # the model requires both
-    return LeaveWindow(tag, run.run_id, fw.verified_ns, end, e.broker, e.client, e.below)
+    return LeaveWindow(tag, run.run_id, start, end, e.broker, e.client, e.below)
 
 
 def _in_window(w: LeaveWindow) -> Column:
@@ -76,7 +79,7 @@ def _in_window(w: LeaveWindow) -> Column:
 
 
 def seconds_on_group(enriched: DataFrame, windows: Sequence[LeaveWindow]) -> dict[str, list[tuple[int, int, int]]]:
-    """tag -> [(second from the verify, sends, sends on the group)] for the seconds with sends, in order: one
+    """tag -> [(second from the apply, sends, sends on the group)] for the seconds with sends, in order: one
     aggregation over the request rows for every window."""
     if not windows:
         return {}
@@ -106,7 +109,7 @@ def leave_second(seconds: Sequence[tuple[int, int, int]], below: float) -> tuple
             return float(left), where
         left = sec
     assert left is not None
-    return float(left), f"at or below {below:g} in every second with sends from the verify on"
+    return float(left), f"at or below {below:g} in every second with sends from the apply on"
 
 
 def measure_leave(w: LeaveWindow | str, seconds: dict[str, list[tuple[int, int, int]]],
