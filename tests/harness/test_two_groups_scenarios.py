@@ -63,3 +63,22 @@ def test_group_master_killed_is_valid_on_the_emulator(tmp_path: Path) -> None:
         down = [r for r in rows(run_dir / "requests") if r["phase"] == "a-master-down"]
         assert any(r["attempts"] == 2 and r["broker"] == "broker-b" for r in down)
         assert verdict["loss"]["lost"] == 0
+
+
+AVOID = REPO / "scenarios" / "latency-fault-avoidance.yaml"
+AVOID_SHORTER = (("  - name: healthy\n    duration: 10s", "  - name: healthy\n    duration: 6s"),
+                 ("  - name: throttled\n    duration: 30s", "  - name: throttled\n    duration: 18s"),
+                 ("  - name: recovered\n    duration: 15s", "  - name: recovered\n    duration: 6s"))
+
+
+@pytest.mark.long
+@pytest.mark.parametrize("switch", ["off", "on"])
+def test_latency_fault_avoidance_is_valid_on_the_emulator(tmp_path: Path, switch: str) -> None:
+    """broker-a's master slowed: with sendLatencyFaultEnable the producer leaves broker-a (`group_leave_s`), without
+    it half the sends keep waiting there; the report has its broker-groups panel."""
+    with valid_run(shortened(AVOID, tmp_path, AVOID_SHORTER), tmp_path, wait_s=900,
+                   only=f"latency-fault-avoidance.latency_fault={switch}") as (run_dir, verdict):
+        page = (run_dir / "report" / "index.html").read_text(encoding="utf-8")
+        assert "Broker groups" in page
+        share = next(r for r in verdict["expectations"] if r["metric"] == "group_share")
+        assert (share["measured"] >= 0.9) if switch == "on" else (0.4 <= share["measured"] <= 0.6)
