@@ -103,7 +103,7 @@ def read_back(run_id: str, topic: str, queues: int, sources: list[ReadbackSource
         with PartWriter(readback_dir, label.replace("/", "."), READBACK_SCHEMA, batch_rows=BATCH_ROWS) as writer:
             for queue_id in range(queues):
                 if done and time.monotonic() > deadline:
-                    raise ReadbackTimeout(f"read-back passed {timeout_s:g}s before {src.node} queue {queue_id} "
+                    raise ReadbackTimeout(f"read-back passed {timeout_s:g}s before {label} queue {queue_id} "
                                           f"({sum(counts.values())} rows written)")
                 q = QueueCoverage(src.node, src.broker, queue_id)
                 done.append(q)
@@ -114,7 +114,7 @@ def read_back(run_id: str, topic: str, queues: int, sources: list[ReadbackSource
                 if progress:
                     progress(label, queue_id, counts[label])
         if time.monotonic() > deadline:
-            raise ReadbackTimeout(f"read-back passed {timeout_s:g}s after {src.node}")
+            raise ReadbackTimeout(f"read-back passed {timeout_s:g}s after {label}")
     return counts
 
 
@@ -140,7 +140,7 @@ def _read_queue(q: QueueCoverage, run_id: str, topic: str, src: ReadbackSource, 
             q.read_to = max(q.read_to, m.queue_offset + 1)
             counts[label] += 1
             if counts[label] % 1000 == 0 and time.monotonic() > deadline:
-                raise ReadbackTimeout(f"read-back of {src.node} queue {q.queue_id} passed {timeout_s:g}s "
+                raise ReadbackTimeout(f"read-back of {label} queue {q.queue_id} passed {timeout_s:g}s "
                                       f"({counts[label]} rows written)")
     except ReadbackTimeout as err:
         q.failed(err)
