@@ -108,7 +108,9 @@ def node_memory_status(agent: Any, msg: dict[str, Any]) -> dict[str, Any]:
 
 def node_destroy(agent: Any, msg: dict[str, Any]) -> dict[str, Any]:
     """Stop the node, settle the faults on it whose revert failed, then its store and cgroups; every step tried, the
-    errors returned."""
+    errors returned. A node this host never made (the control node was stopped while it asked for it) is absent."""
+    if msg.get("node") not in agent.nodes:
+        return {"errors": [], "absent": True}
     hosted = _node(agent, msg)
     errors = []
     for what, step in (("stop", hosted.node.stop), ("faults", lambda: _settle_faults_of(agent, hosted.spec.name)),

@@ -139,9 +139,9 @@ class SshBackend(ClusterBackend):
             spec.extras.update(self._net_extras(spec.name, {s.name: s for s in specs}))
             host = self.place[spec.name]
             agent = self.agents[host.name]
+            self.specs[spec.name] = spec  # before the call: a signal that cuts the wait still takes the node down
             made = agent.call("node_create", spec=spec.to_json(), program=self.program.kind,
                               rocketmq_home=host.rocketmq_home, timeout_s=300)
-            self.specs[spec.name] = spec
             node = RemoteNode(name=spec.name, role=spec.role, host=host.name, addr=spec.addr, agent=agent,
                               namesrv_addr=self.namesrv_addr, master_addr=self.broker_addrs.get("master"),
                               broker_id=spec.broker_id)
@@ -229,7 +229,7 @@ class SshBackend(ClusterBackend):
     def copy_logs(self) -> None:
         """Each node's log files, fetched from its host with tar over SSH into logs/<node>/."""
         for n in NODE_ORDER:
-            if n not in self.specs:
+            if n not in self.nodes:  # never made on its host (or the run stopped while it was asked for)
                 continue
             ssh = self.ssh[self.place[n].name]
             dest = self.rd.layout.logs / n
@@ -249,7 +249,8 @@ class SshBackend(ClusterBackend):
                 yield f"{n} on {self.place[n].name}", lambda a=agent, n=n: _destroyed(a, n)
         for host in sorted(self.agents):
             yield f"clock of {host}", lambda h=host: self._measure_clock(h, "end")
-        for host in sorted(self.sinks):
+        for host in sorted(self.agents) if any(f.kind in SINK_FAULTS for _, f in self.scenario.faults) else ():
+            # every agent's, not only those whose answer came back: a signal may have cut the wait for one
             yield f"sink on {host}", lambda h=host: self.agents[h].call("sink_stop")
         for host, agent in sorted(self.agents.items()):
             yield f"agent on {host}", agent.close
