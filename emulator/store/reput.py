@@ -26,7 +26,6 @@ class ReputService(ServiceThread):
         self.store = store
         self.reput_from = 0
         self._warned_at = -1
-        self._torn_size = 0
         self._lock = threading.Lock()
 
     def behind(self) -> int:
@@ -66,13 +65,13 @@ class ReputService(ServiceThread):
                     self.reput_from = self.commitlog.roll_next_file(self.reput_from)
                     continue
                 return moved
-            pos, verdict = self._dispatch_read(data)
+            pos, verdict, torn = self._dispatch_read(data)
             moved = moved or pos > 0
             self.reput_from += pos
             if verdict == "roll":
                 self.reput_from = self.commitlog.roll_next_file(self.reput_from)
             elif verdict == "torn":
-                self.reput_from += self._torn_size
+                self.reput_from += torn
             elif verdict == "underflow" and len(data) == want and self.reput_from + want - pos < end:
                 # the read was cut short by its own size, not by the readable end: read on from the record
                 want = READ_CHUNK if pos else 2 * want
@@ -84,10 +83,10 @@ class ReputService(ServiceThread):
                 want = READ_CHUNK
         return moved
 
-    def _dispatch_read(self, data: bytes) -> tuple[int, str]:
-        """Dispatch the whole messages at the start of `data` (read at `reput_from`): how far they reach, and what
-        stopped them: `end` (the data), `roll` (a blank), `torn`, `underflow` (a record past the data's end) or
-        `unreadable`."""
+    def _dispatch_read(self, data: bytes) -> tuple[int, str, int]:
+        """Dispatch the whole messages at the start of `data` (read at `reput_from`): how far they reach, what
+        stopped them (`end` (the data), `roll` (a blank), `torn`, `underflow` (a record past the data's end) or
+        `unreadable`), and the torn record's size (0 otherwise)."""
         pos, n = 0, len(data)
         accept_v2 = self.commitlog.reads_magic_v2
         while pos < n:
@@ -100,14 +99,13 @@ class ReputService(ServiceThread):
                 pos += req.msg_size
                 continue
             if req.success:
-                return pos, "roll"
+                return pos, "roll", 0
             if req.msg_size > 0:
                 store_log.error("[BUG]read total count not equals msg total size. reputFromOffset=%d", offset)
-                self._torn_size = req.msg_size
-                return pos, "torn"
+                return pos, "torn", req.msg_size
             self._warned_at = offset
-            return pos, "underflow" if req.underflow else "unreadable"
-        return pos, "end"
+            return pos, "underflow" if req.underflow else "unreadable", 0
+        return pos, "end", 0
 
     def _unreadable(self, rest: int) -> bool:
         """Bytes at `reput_from` that are no record: a slave waits there (they may be rewritten); a master (broker
