@@ -10,7 +10,6 @@ reaches the harness alone and the harness winds them down in order."""
 from __future__ import annotations
 
 import os
-import signal
 import sys
 from collections import Counter
 from pathlib import Path
@@ -73,7 +72,3 @@ def hosts_of(scenario: object) -> str | None:
         return None
     hosts = getattr(cluster, "hosts", None)
     return hosts if isinstance(hosts, str) else "<inventory>"
-
-
-def signal_name(signum: int) -> str:
-    return signal.Signals(signum).name

@@ -122,7 +122,7 @@ class Topology:
         unknown group or member. Targets that are not brokers' (`namesrv`, controllers, consumers) pass."""
         group, sep, local = target.partition("/")
         if not sep:
-            if target in ROLES or target.startswith("broker-") and target[7:].isdigit():
+            if _bare_member(target):
                 if not self.single:
                     raise TopologyError(f"{target!r} is ambiguous with {len(self.groups)} broker groups; allowed: "
                                         f"{', '.join(f'{g.name}/{target}' for g in self.groups)}")
@@ -141,7 +141,7 @@ class Topology:
         group, sep, local = target.partition("/")
         if sep:
             return self.group(group), local
-        if self.single and (target in ROLES or target.startswith("broker-")):
+        if self.single and _bare_member(target):
             return self.groups[0], target
         return None, target
 
@@ -154,6 +154,11 @@ class Topology:
         if member is None:
             raise TopologyError(f"{target!r} names no member of {group.name}")
         return member.node
+
+
+def _bare_member(target: str) -> bool:
+    """A broker target without its group: a role (`master`, `slave`) or a member of a broker set (`broker-<i>`)."""
+    return target in ROLES or (target.startswith("broker-") and target[7:].isdigit())
 
 
 def group_names(cluster: Any) -> list[str]:

@@ -12,8 +12,6 @@ import threading
 
 NAME = "report"
 HELP = "analyze run directories with Spark: verdict, report/index.html, junit.xml (exit 0/1/2)"
-EXIT_UNKNOWN = 2
-EXIT_CRASH = 255
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,7 +25,7 @@ def run(args: argparse.Namespace) -> int:
     and whose handler cancels jobs from inside the running call: tracebacks) never sees the signal: the main thread
     waits, and a Ctrl-C or SIGTERM ends the process with one line. The Spark JVM ends with it (its driver's pipe
     closes)."""
-    from analysis.job import run_from_args
+    from analysis.job import EXIT_CRASH, run_from_args
 
     done: dict[str, int] = {}
 
@@ -49,6 +47,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _stop(signum: int, _frame: object) -> None:
+    from analysis.job import EXIT_UNKNOWN
+
     sys.stdout.flush()
     sys.stderr.write(f"\nrmq-chaos report: stopped by {signal.Signals(signum).name}; no new verdict written (the run "
                      f"directories are as they were; run the report again to analyze them)\n")
