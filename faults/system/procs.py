@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from dataclasses import dataclass
 from functools import lru_cache
@@ -14,6 +15,8 @@ TAG_ENV = "RMQ_CHAOS_TAG"
 """Environment variable that marks every process we spawn (inherited by its children); value: a journal entry id."""
 SIGKILL_BIT = 1 << (signal.SIGKILL - 1)
 POLL_S = 0.01
+BLOCKED_READ_S = 1.0
+"""How long `tag_of` waits for the environment of a process with a thread in D state."""
 
 
 @lru_cache(maxsize=1)
@@ -111,13 +114,57 @@ def with_descendants(pids: list[int]) -> list[ProcId]:
     return list(seen.values())
 
 
-def tag_of(pid: int) -> str | None:
-    """The `RMQ_CHAOS_TAG` value in a process's environment, or None."""
+def _blocked(pid: int) -> bool:
+    """Whether a thread of the process is in uninterruptible sleep (D). Reading a process's `environ` takes its
+    address-space lock; a thread blocked in D state (on a frozen filesystem, say) while holding that lock would hold
+    the reader for as long as it stays blocked. A run's restart once waited 20 minutes in a scan of /proc for its
+    tag while other runs froze stores on the machine (the exact process it waited on was not found again)."""
     try:
-        with open(f"/proc/{pid}/environ", "rb") as f:
-            env = f.read()
+        tids = os.listdir(f"/proc/{pid}/task")
     except OSError:
-        return None
+        return False
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat", "rb") as f:
+                if f.read().rpartition(b")")[2].split()[:1] == [b"D"]:
+                    return True
+        except OSError:
+            continue
+    return False
+
+
+def _read_bounded(path: str, timeout_s: float) -> bytes | None:
+    """The file's bytes, or None when the read did not finish within `timeout_s` (the reading thread is left to
+    finish on its own: a daemon, blocked in the kernel until the lock it waits for is released)."""
+    box: list[bytes | None] = [None]
+
+    def read() -> None:
+        try:
+            with open(path, "rb") as f:
+                box[0] = f.read()
+        except OSError:
+            pass
+
+    t = threading.Thread(target=read, name="environ-read", daemon=True)
+    t.start()
+    t.join(timeout_s)
+    return box[0]
+
+
+def tag_of(pid: int) -> str | None:
+    """The `RMQ_CHAOS_TAG` value in a process's environment, or None (also when a thread of it is blocked in D
+    state and its environment cannot be read within a second: see `_blocked`)."""
+    path = f"/proc/{pid}/environ"
+    if _blocked(pid):
+        env = _read_bounded(path, BLOCKED_READ_S)
+        if env is None:
+            return None
+    else:
+        try:
+            with open(path, "rb") as f:
+                env = f.read()
+        except OSError:
+            return None
     key = TAG_ENV.encode() + b"="
     for item in env.split(b"\0"):
         if item.startswith(key):
