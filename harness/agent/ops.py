@@ -142,8 +142,13 @@ def fault_apply(agent: Any, msg: dict[str, Any]) -> dict[str, Any]:
 
     hosted = _node(agent, msg)
     cls = fault_class(msg["kind"])
+    emit = agent.notify
+    target = msg.get("target")
+    if target and target != msg["node"]:  # the events name the scenario's target and the node it names
+        def emit(event: dict[str, Any]) -> None:
+            agent.notify({**event, "target": target, "node": msg["node"]})
     fault = cls(hosted.target(msg.get("extras")), msg.get("params") or {}, journal=agent.journal,
-                emit=agent.notify, fault_id=msg["fault_id"])
+                emit=emit, fault_id=msg["fault_id"])
     evidence = fault.apply()
     agent.faults[msg["fault_id"]] = fault
     return {"evidence": evidence}

@@ -30,9 +30,11 @@ def with_backend(scenario: Scenario, backend: str | None, image: str | None, pro
     if (backend or scenario.cluster.backend) == "ssh" and not scenario.cluster.placement:
         from harness.hosts.inventory import inventory_of, placement_from_groups
         from harness.scenario import SourceError
+        from harness.topology import Topology
 
         try:
-            placement, load_hosts = placement_from_groups(inventory_of(hosts or scenario.cluster.hosts))
+            placement, load_hosts = placement_from_groups(inventory_of(hosts or scenario.cluster.hosts),
+                                                          Topology.of(scenario.cluster))
         except SourceError as err:
             raise BackendUnavailable(err.one_line()) from None
         changes["placement"] = placement

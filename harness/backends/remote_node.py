@@ -125,7 +125,7 @@ class RemoteFault:
     def apply(self) -> dict[str, Any]:
         result = self.node.agent.call("fault_apply", node=self.node.name, kind=self.spec.kind,
                                       params=self.spec.params, fault_id=self.spec.id, extras=self.extras,
-                                      timeout_s=300)
+                                      target=self.spec.target, timeout_s=300)
         self.applied = True
         return result["evidence"]
 

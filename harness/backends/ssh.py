@@ -1,15 +1,16 @@
-"""The `ssh` backend: name server, master and slave on the hosts of an inventory (`cluster.hosts`, `--hosts FILE`;
-Ansible's YAML format), placed by `cluster.placement`, each made and driven by a host agent (`harness.agent`) that
-the harness puts on its host and runs over SSH (OpenSSH, one multiplexed connection per host).
+"""The `ssh` backend: the topology's nodes (name server, each broker group's master and slave; `harness.topology`) on
+the hosts of an inventory (`cluster.hosts`, `--hosts FILE`; Ansible's YAML format), placed by `cluster.placement`,
+each made and driven by a host agent (`harness.agent`) that the harness puts on its host and runs over SSH (OpenSSH,
+one multiplexed connection per host).
 
 `start_nodes`: every host is reached and checked before anything starts anywhere (`harness.hosts.deploy`); the
 harness is installed where its bundle is not there yet; one agent per host starts (its lease renewed from here),
-cleans up what dead runs left in its journal, and its clock offset to this machine is measured; free ports are
-taken on each host's address; the nodes are made from `NodeSpec`s the control node builds and started in order
-(name server, master, slave). Readiness, cluster.json, the effective-config check, the read-back and the shared
-`down()` flow are `ClusterBackend`'s: the brokers are reached over the network from here. Faults on a node run on
-its host through its agent; their events come back and are put on this machine's clock (offset measured at the
-start and the end, both in cluster.json with their error bounds)."""
+cleans up what dead runs left in its journal, and its clock offset to this machine is measured; free ports are taken
+on each host's address; the nodes are made from `NodeSpec`s the control node builds and started in order (name
+server, then each group's master and slave). Readiness, cluster.json, the effective-config check, the read-back and
+the shared `down()` flow are `ClusterBackend`'s: the brokers are reached over the network from here. Faults on a
+node run on its host through its agent; their events come back and are put on this machine's clock (offset measured
+at the start and the end, both in cluster.json with their error bounds)."""
 from __future__ import annotations
 
 import io
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from faults.target import NodeTarget
-from harness.backends.base import NODE_ORDER, ClusterBackend
+from harness.backends.base import ClusterBackend
 from harness.backends.brokerconf import BrokerLayout, broker_properties, namesrv_properties
 from harness.backends.hosted_node import NodeSpec
 from harness.backends.programs import Program
@@ -32,7 +33,7 @@ from harness.hosts.deploy import HostNeeds, install, preflight
 from harness.hosts.inventory import inventory_of
 from harness.hosts.ssh import SshHost, make_control_dir
 from harness.rundir import RunDir
-from harness.scenario import BROKER_NODES, Scenario
+from harness.scenario import Scenario
 
 SINK_FAULTS = ("net_bandwidth", "net_delay", "partition")
 """Network faults: a sink on every host when a scenario has them (what a bandwidth fault measures against, and the
@@ -109,16 +110,17 @@ class SshBackend(ClusterBackend):
                 self.sinks[name] = sink["listen"]
             self._measure_clock(name, "start")
         self._make_nodes()
-        for n in NODE_ORDER:
+        slaves = {m.node for m in self.topology.members if m.role == "slave"}
+        for n in self.node_order:
             say(f"cluster: starting {n} on {self.place[n].name} ({self.nodes[n].addr})")
             self.nodes[n].start()
-            if n != "slave":
+            if n not in slaves:  # a slave needs its master up; the shared flow waits for it
                 self.nodes[n].wait_ready(c.ready_timeout)
 
     def _make_nodes(self) -> None:
         c = self.scenario.cluster
         ports = {}
-        for n in NODE_ORDER:
+        for n in self.node_order:
             host = self.place[n]
             got = self.agents[host.name].call("ports", host=host.address, single=int(n == "namesrv"),
                                               brokers=int(n != "namesrv"))
@@ -128,13 +130,14 @@ class SshBackend(ClusterBackend):
         ns_host = self.place["namesrv"]
         self.namesrv_addr = f"{ns_host.address}:{ports['namesrv']}"
         specs = [self._spec("namesrv", namesrv_properties(c, ports["namesrv"]), self.namesrv_addr)]
-        for n in BROKER_NODES:
+        for m in self.topology.members:
+            n = m.node
             host, (listen, ha) = self.place[n], ports[n]
             layout = BrokerLayout(n, listen, ha, Path(self._node_dir(n)) / "store", self.namesrv_addr, None,
-                                  host=host.address)
+                                  host=host.address, group=m.group, role=m.role)
             self.broker_addrs[n] = layout.addr
             specs.append(self._spec(n, broker_properties(c, layout), layout.addr, broker_id=layout.broker_id,
-                                    store_size=c.store_size))
+                                    store_size=c.store_size, role=m.role))
         for spec in specs:
             spec.extras.update(self._net_extras(spec.name, {s.name: s for s in specs}))
             host = self.place[spec.name]
@@ -143,7 +146,7 @@ class SshBackend(ClusterBackend):
             made = agent.call("node_create", spec=spec.to_json(), program=self.program.kind,
                               rocketmq_home=host.rocketmq_home, timeout_s=300)
             node = RemoteNode(name=spec.name, role=spec.role, host=host.name, addr=spec.addr, agent=agent,
-                              namesrv_addr=self.namesrv_addr, master_addr=self.broker_addrs.get("master"),
+                              namesrv_addr=self.namesrv_addr, master_addr=spec.master_addr,
                               broker_id=spec.broker_id)
             node.fault_extras = dict(spec.extras)
             self.nodes[spec.name] = node
@@ -159,7 +162,7 @@ class SshBackend(ClusterBackend):
         addresses, the addresses never to cut (this machine, the node's own host), a port to probe each peer on,
         the peers' sinks."""
         own = self.place[node].address
-        hosts = {m: self.place[m] for m in NODE_ORDER if m != node}
+        hosts = {m: self.place[m] for m in self.node_order if m != node}
         hosts.update({LOAD_PEER.format(host=h): self.inventory.hosts[h] for h in self.scenario.load.hosts})
         peers = {m: h.address for m, h in hosts.items() if h.address != own}
         keep = [a for a in (self.control_addr, own) if a]
@@ -172,11 +175,13 @@ class SshBackend(ClusterBackend):
         return f"{self.place[node].workdir}/runs/{self.run_id}/{node}"
 
     def _spec(self, name: str, props: dict[str, Any], addr: str, broker_id: int | None = None,
-              store_size: int | None = None) -> NodeSpec:
+              store_size: int | None = None, role: str | None = None) -> NodeSpec:
         c = self.scenario.cluster
-        return NodeSpec(name=name, role=name, run_id=self.run_id, node_dir=self._node_dir(name), addr=addr,
+        master = self.topology.group(self.topology.member(name).group).members[0].node \
+            if name in self.broker_nodes else None
+        return NodeSpec(name=name, role=role or name, run_id=self.run_id, node_dir=self._node_dir(name), addr=addr,
                         props=props, version=c.version, heap=c.heap, store_size=store_size, broker_id=broker_id,
-                        namesrv_addr=self.namesrv_addr, master_addr=self.broker_addrs.get("master"))
+                        namesrv_addr=self.namesrv_addr, master_addr=self.broker_addrs.get(master or ""))
 
     def _measure_clock(self, host: str, when: str) -> None:
         offset, error = self.agents[host].clock_offset()
@@ -196,7 +201,11 @@ class SshBackend(ClusterBackend):
         return on_event
 
     def ready_note(self) -> str:
-        return " (on " + ", ".join(f"{n} {self.place[n].name}" for n in NODE_ORDER) + ")"
+        return " (on " + ", ".join(f"{n} {self.place[n].name}" for n in self.node_order) + ")"
+
+    def resolve_target(self, target: str) -> str:
+        """The node a fault's target names (`broker-b/master` -> `broker-b-master`; a bare role with one group)."""
+        return self.topology.static_node(target)
 
     def cluster_info(self) -> dict[str, Any]:
         info = super().cluster_info()
@@ -224,11 +233,11 @@ class SshBackend(ClusterBackend):
 
     def metrics_nodes(self) -> list[MetricsNode]:
         return [MetricsNode(n, self.targets[n].pids, self.broker_addrs.get(n),
-                            sampler=RemoteSampler(self.agents[self.place[n].name], n)) for n in NODE_ORDER]
+                            sampler=RemoteSampler(self.agents[self.place[n].name], n)) for n in self.node_order]
 
     def copy_logs(self) -> None:
         """Each node's log files, fetched from its host with tar over SSH into logs/<node>/."""
-        for n in NODE_ORDER:
+        for n in self.node_order:
             if n not in self.nodes:  # never made on its host (or the run stopped while it was asked for)
                 continue
             ssh = self.ssh[self.place[n].name]
@@ -243,7 +252,7 @@ class SshBackend(ClusterBackend):
     # --- down -------------------------------------------------------------------------------------------------
 
     def teardown_steps(self) -> Iterable[tuple[str, Callable[[], Any]]]:
-        for n in reversed(NODE_ORDER):
+        for n in reversed(self.node_order):
             if n in self.specs:
                 agent = self.agents[self.place[n].name]
                 yield f"{n} on {self.place[n].name}", lambda a=agent, n=n: _destroyed(a, n)

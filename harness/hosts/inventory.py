@@ -22,6 +22,8 @@ apache`). Other variables are kept and ignored.
 
 Groups named `namesrv`, `master`, `slave` and `load` place a scenario's nodes and load workers on their hosts when
 the scenario itself does not (`placement_from_groups`): one inventory then runs any scenario with `--hosts FILE`.
+With several broker groups the n-th group's master goes on the n-th host of `master` (the same for `slave`); a
+group named after a node (`broker-b-master`) places that node.
 
 Bad input: `SourceError`, one line naming the file, the key path where the value was written (a group's `vars` or
 the host) and what is allowed. The values that reach a command line are refused unless plain: a host name, address
@@ -89,6 +91,8 @@ class Host:
 class Inventory:
     source: str
     hosts: dict[str, Host]
+    groups: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Each group's own hosts, in the order the inventory lists them."""
 
     def host(self, name: str, where: str) -> Host:
         """The host named `name` (a placement refers to it at `where`); one line when there is no such host."""
@@ -98,14 +102,24 @@ class Inventory:
         return self.hosts[name]
 
 
-def placement_from_groups(inventory: Inventory) -> tuple[dict[str, str], list[str]]:
-    """(placement, load hosts) from the groups `namesrv`, `master`, `slave` (the first host of each) and `load`."""
+def placement_from_groups(inventory: Inventory, topology: Any = None) -> tuple[dict[str, str], list[str]]:
+    """(placement, load hosts) from the inventory's groups: a group named after a node (`broker-b-master`) places it
+    on its first host; otherwise the role's group (`namesrv`, `master`, `slave`) does, the n-th broker group's
+    member on its n-th host (wrapping round: two hosts in `master` and `slave` listed crosswise give the usual
+    two-group cross deployment); `load` lists the load hosts. `topology`: the scenario's (`harness.topology`;
+    None: one group of namesrv, master, slave)."""
+    hosts_in = inventory.groups
+    wanted = [("namesrv", "namesrv", 0)]
+    if topology is None:
+        wanted += [("master", "master", 0), ("slave", "slave", 0)]
+    else:
+        wanted += [(m.node, m.role, i) for i, g in enumerate(topology.groups) for m in g.members]
     placement = {}
-    for node in ("namesrv", "master", "slave"):
-        members = [h.name for h in inventory.hosts.values() if node in h.groups]
+    for node, role, i in wanted:
+        members = hosts_in.get(node) or hosts_in.get(role) or []
         if members:
-            placement[node] = members[0]
-    return placement, [h.name for h in inventory.hosts.values() if "load" in h.groups]
+            placement[node] = members[0] if node in hosts_in else members[i % len(members)]
+    return placement, list(hosts_in.get("load", ()))
 
 
 def inventory_of(hosts: str | dict[str, Any] | None) -> Inventory:
@@ -128,15 +142,16 @@ def parse_inventory(data: Any, marks: Marks, source: str, base: Path) -> Invento
     if not isinstance(data, dict):
         raise marks.error((), "an inventory is a mapping of groups (Ansible's YAML format, e.g. all: {hosts: ...})")
     found: dict[str, _Seen] = {}
+    listed: dict[str, list[str]] = {}
     for group, body in data.items():
-        _walk(str(group), body, (), (group,), marks, found, 0)
+        _walk(str(group), body, (), (group,), marks, found, 0, listed)
     if not found:
         raise marks.error((), "no host in the inventory; allowed: groups with hosts (all: {hosts: {n1: {...}}})")
     hosts = {name: _host(name, seen.vars(), seen.origins(), seen.groups, seen.path, marks, base)
              for name, seen in found.items()}
     _refuse_venv_overlaps(hosts, {name: seen.origins() for name, seen in found.items()},
                           {name: seen.path for name, seen in found.items()}, marks)
-    return Inventory(source, hosts)
+    return Inventory(source, hosts, {g: tuple(names) for g, names in listed.items()})
 
 
 @dataclass
@@ -174,8 +189,9 @@ def _refuse_venv_overlaps(hosts: dict[str, Host], origins: dict[str, dict[str, t
 
 
 def _walk(group: str, body: Any, chain: tuple[tuple[int, dict[str, Any], tuple], ...], path: tuple, marks: Marks,
-          found: dict[str, _Seen], depth: int) -> None:
-    """Record the hosts of `group` and its children in `found`; `chain`: (depth, vars, where) of its parents."""
+          found: dict[str, _Seen], depth: int, listed: dict[str, list[str]]) -> None:
+    """Record the hosts of `group` and its children in `found` (and each group's hosts in the order listed in
+    `listed`); `chain`: (depth, vars, where) of its parents."""
     if depth > MAX_DEPTH:
         raise marks.error(path, f"groups nested deeper than {MAX_DEPTH}")
     if body is None:
@@ -200,6 +216,7 @@ def _walk(group: str, body: Any, chain: tuple[tuple[int, dict[str, Any], tuple],
             raise marks.error(hpath, "a host's value is a mapping of its variables (or empty)")
         seen = found.setdefault(name, _Seen(hpath))
         seen.groups.append(group)
+        listed.setdefault(group, []).append(name)
         for gdepth, gv, gpath in chain:
             for k, value in gv.items():
                 if k not in seen.group_vars or seen.group_vars[k][0] <= gdepth:
@@ -209,7 +226,7 @@ def _walk(group: str, body: Any, chain: tuple[tuple[int, dict[str, Any], tuple],
     if not isinstance(children, dict):
         raise marks.error((*path, "children"), "children is a mapping of group names to groups")
     for child, cbody in children.items():
-        _walk(str(child), cbody, chain, (*path, "children", child), marks, found, depth + 1)
+        _walk(str(child), cbody, chain, (*path, "children", child), marks, found, depth + 1, listed)
 
 
 def _host(name: str, v: dict[str, Any], origin: dict[str, tuple], groups: list[str], path: tuple, marks: Marks,

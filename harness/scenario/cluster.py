@@ -12,7 +12,7 @@ from harness.scenario.schema import Duration, Name, Size, Strict, at
 
 NODE_NAMES = ("namesrv", "master", "slave")
 MAX_GROUPS = 8
-GROUP_BACKENDS = ("local",)
+GROUP_BACKENDS = ("local", "ssh")
 """The backends that place several broker groups (the others refuse `cluster.groups` > 1 in one line)."""
 PLACE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}(:\d{1,5})?$")
 BROKER_NODES = ("master", "slave")
@@ -66,7 +66,8 @@ class ClusterSpec(Strict):
         default=None, description="ssh: the inventory (Ansible YAML): a file (relative to the scenario file), or the "
                                   "inventory itself; `--hosts FILE` overrides")
     placement: dict[str, str] = Field(
-        default={}, description="ssh: the host of each node (namesrv, master, slave): `host` or `host:port`")
+        default={}, description="ssh: the host of each node (namesrv, master, slave; `broker-b-master` ... with "
+                                "several groups): `host` or `host:port`")
     image: str | None = Field(default=None, description="compose: the image of every node (default $ROCKETMQ_IMAGE, "
                                                         "else apache/rocketmq:<version>; '{version}' is replaced)")
     program: Literal["emulator", "apache"] = Field(
@@ -151,10 +152,13 @@ class ClusterSpec(Strict):
                 if getattr(self, key):
                     raise at((key,), f"applies to backend ssh only; allowed: backend ssh, or no {key}")
             return self
+        from harness.topology import Topology
+
+        nodes = Topology.of(self).node_order
         for node in self.placement:
-            if node not in NODE_NAMES:
-                raise at(("placement", node), f"no node {node!r}; allowed: {', '.join(NODE_NAMES)}")
-        missing = [n for n in NODE_NAMES if n not in self.placement]
+            if node not in nodes:
+                raise at(("placement", node), f"no node {node!r}; allowed: {', '.join(nodes)}")
+        missing = [n for n in nodes if n not in self.placement]
         if self.placement and missing:
             raise at(("placement",), f"placement names some nodes but not {', '.join(missing)}; allowed: every node, "
                                      "or none (then the inventory's groups namesrv, master, slave place them)")

@@ -9,7 +9,8 @@ phases shortened:
   member, and nothing left afterwards (`valid_run`).
 
 The default run takes one half of each matrix (the 5.3 client, the switch on: the remedies), for the suite's 20
-minutes; RMQ_CHAOS_FULL_TESTS=1 adds the other halves. The 4.9.1 client's code 2 reaching the application is also
+minutes; RMQ_CHAOS_FULL_TESTS=1 adds the other halves, and group-master-killed (the default run takes that file
+across hosts: tests/hosts/test_ssh_two_groups.py). The 4.9.1 client's code 2 reaching the application is also
 checked at the socket level by tests/remoting/test_producer_groups_e2e.py. Real 4.9.1 figures of the same files:
 docs/fidelity.md."""
 from __future__ import annotations
@@ -58,8 +59,9 @@ KILLED_SHORTER = (("  - name: steady\n    duration: 15s", "  - name: steady\n   
                                                      "  - name: recovered\n    duration: 12s"))
 
 
-@pytest.mark.long
-def test_group_master_killed_is_valid_on_the_emulator(tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", [pytest.param("local", marks=full_only(
+    "~80 s (the default run takes the same shortened file across hosts: tests/hosts/test_ssh_two_groups.py)"))])
+def test_group_master_killed_is_valid_on_the_emulator(tmp_path: Path, backend: str) -> None:
     """broker-a's master killed: the sends whose attempt met the dead master are retried on broker-b (their rows
     end on broker-b with 2 attempts), every expectation holds, nothing acknowledged is lost."""
     with valid_run(shortened(KILLED, tmp_path, KILLED_SHORTER), tmp_path, wait_s=900) as (run_dir, verdict):

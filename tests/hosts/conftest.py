@@ -44,15 +44,16 @@ class Cluster:
         return subprocess.Popen(argv, cwd=REPO, env=env, **kw)
 
 
-def inventory_text(hosts: TestHosts, base: Path, **overrides: str) -> str:
+def inventory_text(hosts: TestHosts, base: Path, groups: dict[str, tuple[str, ...]] | None = None,
+                   **overrides: str) -> str:
     lines = ["all:", f"  vars: {{ansible_user: root, ansible_ssh_private_key_file: {hosts.user_key}, "
              f"rmq_chaos_venv: {base / 'venv'}}}", "  hosts:"]
     for n in hosts.names:
         extra = overrides.get(n, "")
         lines.append(f"    {n}: {{ansible_host: {hosts.addr(n)}, rmq_chaos_workdir: {base / f'work-{n}'}{extra}}}")
     lines.append("  children:")
-    for group, n in GROUPS.items():
-        lines += [f"    {group}:", f"      hosts: {{{n}: {{}}}}"]
+    for group, names in (groups or {g: (n,) for g, n in GROUPS.items()}).items():
+        lines += [f"    {group}:", "      hosts: {" + ", ".join(f"{n}: {{}}" for n in names) + "}"]
     return "\n".join(lines) + "\n"
 
 

@@ -1,0 +1,48 @@
+"""Two broker groups across hosts (issue 42): `scenarios/group-master-killed.yaml` (phases shortened as the local
+backend's test shortens them) through `--backend ssh` with an inventory that lists two hosts in `master` and the same
+two crosswise in `slave`, the usual two-group cross deployment: broker-a's master and broker-b's slave on n2,
+broker-b's master and broker-a's slave on n3. The placement follows the inventory's groups, the kill lands on the
+node `broker-a/master` names on its host, every expectation holds (the retries move to broker-b), every member of
+both groups is read back, the load host's rows come home and nothing is left on any host.
+
+It replaces the local backend's run of the same file in the default run (tests/harness/
+test_two_groups_scenarios.py: RMQ_CHAOS_FULL_TESTS=1) for the suite's 20 minutes: the same scenario, more parts."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import inventory_text
+from runsupport import events, rows, shortened
+from test_ssh_seed import run_on_hosts
+from test_two_groups_scenarios import KILLED, KILLED_SHORTER
+
+pytestmark = [pytest.mark.root, pytest.mark.spark]
+CROSSWISE = {"namesrv": ("n1",), "master": ("n2", "n3"), "slave": ("n3", "n2"), "load": ("n4",)}
+
+
+@pytest.mark.long
+def test_group_master_killed_holds_across_hosts(cluster, tmp_path: Path) -> None:
+    inventory = tmp_path / "inventory.yaml"
+    inventory.write_text(inventory_text(cluster.hosts, cluster.base, groups=CROSSWISE), encoding="utf-8")
+    code, run_dir, err = run_on_hosts(cluster, shortened(KILLED, tmp_path, KILLED_SHORTER), tmp_path, inventory)
+    verdict = json.loads((run_dir / "report" / "verdict.json").read_text())
+    bad = [(r["name"], r["status"], r["measured"]) for r in verdict["expectations"] if r["status"] != "held"]
+    assert code == 0 and not bad, (bad, err[-3000:])
+    info = json.loads((run_dir / "cluster.json").read_text())
+    assert {n["name"]: (n["host"], n["group"]) for n in info["nodes"]} == {
+        "namesrv": ("n1", None), "broker-a-master": ("n2", "broker-a"), "broker-a-slave": ("n3", "broker-a"),
+        "broker-b-master": ("n3", "broker-b"), "broker-b-slave": ("n2", "broker-b")}
+    assert info["effective_config"]["broker-b-slave"]["brokerName"] == "broker-b"
+    assert info["effective_config"]["broker-b-slave"]["brokerId"] == "1"
+    applied = next(e for e in events(run_dir) if e["event"] == "fault" and e["action"] == "apply"
+                   and e["status"] == "ok")
+    assert (applied["target"], applied["node"], applied["host"]) == ("broker-a/master", "broker-a-master", "n2")
+    readback = next(e for e in events(run_dir) if e["event"] == "readback_end")
+    assert set(readback["nodes"]) == {"broker-a/master", "broker-a/slave", "broker-b/master", "broker-b/slave"}
+    sent = rows(run_dir / "requests")
+    assert {r["worker"] for r in sent} == {"w0"}, "the rows came from the load host"
+    down = [r for r in sent if r["phase"] == "a-master-down"]
+    assert any(r["attempts"] == 2 and r["broker"] == "broker-b" for r in down)
+    assert verdict["loss"]["lost"] == 0
