@@ -1,5 +1,7 @@
-"""The compose backend: the name server, master and slave as containers of `compose/rocketmq-<major>.yml`, started
-with `docker compose up -d --wait` (the real v2 binary) and watched through the Docker SDK. No container network:
+"""The compose backend: the topology's nodes (name server, each broker group's master and slave; `harness.topology`)
+as containers of `compose/rocketmq-<major>.yml`, started with `docker compose up -d --wait` (the real v2 binary) and
+watched through the Docker SDK. One group runs the file's own services; several add a second file rendered for the
+run whose services extend the file's `master` and `slave` (harness/backends/compose_groups.py). No container network:
 the containers join the network namespace of the run's holder container, where this process runs too
 (`harness/backends/compose_netns.py`: only loopback; host networking when the process is not in one, which is
 refused for a real broker's image), on free 127.0.0.1 ports the harness picks and renders into the conf files; each broker's store is a loop-mounted
@@ -24,8 +26,8 @@ from faults.journal import Journal
 from faults.system import cgroupfs
 from faults.target import NodeTarget
 from harness import brokerclient
-from harness.backends import compose_netns
-from harness.backends.base import NODE_ORDER, ClusterBackend, ClusterError
+from harness.backends import compose_groups, compose_netns
+from harness.backends.base import ClusterBackend, ClusterError
 from harness.backends.compose_image import check_setup
 from harness.backends.compose_layout import IMAGE_UID, ComposeLayout, project_name
 from harness.backends.compose_node import ContainerNode
@@ -34,7 +36,7 @@ from harness.backends.compose_stats import ComposeMetricsCollector
 from harness.backends.ports import PortPicker
 from harness.backends.programs import Program
 from harness.rundir import RunDir
-from harness.scenario import BROKER_NODES, Scenario
+from harness.scenario import Scenario
 
 CGROUP_KIND = "resource:cgroup_parent"
 NODE_CGROUPS = ("memory", "blkio", "freezer", "cpu")
@@ -64,7 +66,7 @@ class ComposeBackend(ClusterBackend):
         c = self.scenario.cluster
         picker = PortPicker()
         ns_port = picker.one()
-        ports = {n: picker.broker() for n in BROKER_NODES}
+        ports = {n: picker.broker() for n in self.broker_nodes}
         self.namesrv_addr = f"127.0.0.1:{ns_port}"
         self._journal_cgroup_parent()
         self.make_stores()
@@ -72,27 +74,36 @@ class ComposeBackend(ClusterBackend):
             Path(store.mount).chmod(0o755)
             shutil.chown(store.mount, IMAGE_UID, IMAGE_UID)
         ha_master = None
-        if self.use_relay():
-            ha_master = self.start_relay(f"127.0.0.1:{ports['master'][1]}", f"127.0.0.1:{picker.one()}")
+        if self.use_relay():  # ha_link: with one group (the scenario refuses it with several)
+            ha_master = self.start_relay(f"127.0.0.1:{ports[self.masters()[0]][1]}", f"127.0.0.1:{picker.one()}")
         self.layout = layout = ComposeLayout(self.work, self.project_name, self.image, c.version, c.heap,
                                              self.cgroup_parent, ns_port, ports, ha_master,
                                              network_mode=self.network_mode)
         confs = layout.write(c)
-        self.broker_addrs = {n: layout.addr(n) for n in BROKER_NODES}
-        self.project = ComposeProject(self.project_name, Path(self.setup["compose_file"]), layout.env(),
-                                      self.work / "compose.env", self.work / "compose.log")
+        self.broker_addrs = {n: layout.addr(n) for n in self.broker_nodes}
+        base = Path(self.setup["compose_file"])
+        extra = () if self.topology.single else (compose_groups.write(layout, self.topology, base),)
+        self.project = ComposeProject(self.project_name, base, layout.env(), self.work / "compose.env",
+                                      self.work / "compose.log", extra_files=extra,
+                                      services=() if self.topology.single else self.node_order)
         self.project.config()
-        say(f"cluster: docker compose up {self.project_name} ({self.image}, {Path(self.setup['compose_file']).name})")
+        say(f"cluster: docker compose up {self.project_name} ({self.image}, "
+            + " + ".join(f.name for f in (base, *extra)) + ")")
         self.project.up(self.journal, self.run_id, c.ready_timeout)
         self.containers = self.project.containers()
-        missing = [n for n in NODE_ORDER if n not in self.containers]
+        missing = [n for n in self.node_order if n not in self.containers]
         if missing:
             raise ClusterError(f"compose project {self.project_name} has no container for {', '.join(missing)}")
-        for n in NODE_ORDER:
+        for n in self.node_order:
             self._make_container_node(n, confs[n])
 
     def ready_note(self) -> str:
         return f" (containers of {self.project_name})"
+
+    def resolve_target(self, target: str) -> str:
+        """The node (container) a fault's target names: `broker-b/master` -> `broker-b-master`; a bare role with one
+        group (`harness.topology`)."""
+        return self.topology.static_node(target)
 
     def _journal_cgroup_parent(self) -> None:
         """The `rmq-chaos/<project>` dirs runc makes in every hierarchy for the containers' cgroups: removed at
@@ -105,12 +116,13 @@ class ComposeBackend(ClusterBackend):
         assert self.layout is not None
         ct = self.containers[name]
         addr = self.layout.addr(name)
-        broker_id = None if name == "namesrv" else (0 if name == "master" else 1)
-        node = ContainerNode(name=name, role=name, run_id=self.run_id, container=ct.id,
+        member = self.topology.member(name) if name in self.broker_nodes else None
+        master = self.topology.group(member.group).members[0].node if member else None
+        node = ContainerNode(name=name, role=member.role if member else name, run_id=self.run_id, container=ct.id,
                              pidfile=str(self.work / name / "pid"), addr=addr,
-                             namesrv_addr=self.namesrv_addr if name != "namesrv" else None,
-                             master_addr=self.broker_addrs["master"] if name != "namesrv" else None,
-                             broker_id=broker_id)
+                             namesrv_addr=self.namesrv_addr if member else None,
+                             master_addr=self.broker_addrs[master] if master else None,
+                             broker_id=member.broker_id if member else None)
         node.refresh_pid()
         self.nodes[name] = node  # type: ignore[assignment]
         self.log_sources[name] = [self.layout.log_dir(name), conf, self.work / name / "stdout.log"]
@@ -119,13 +131,13 @@ class ComposeBackend(ClusterBackend):
                    for k in NODE_CGROUPS if (h := cgroupfs.hierarchy(k)) is not None}
         extras: dict[str, Any] = {"conf": str(conf), "addr": addr, "project": self.project_name,
                                   "container_name": ct.name}
-        if self.relay is not None and name != "namesrv":
+        if self.relay is not None and member:
             extras.update(self.relay.extras())
         ports = {"listen": node.port}
-        if name in BROKER_NODES:
+        if member:
             ports["ha"] = self.layout.broker_ports[name][1]
         self.targets[name] = NodeTarget(
-            name=name, role=name, run_id=self.run_id, pids=node.pid_source, cgroups=cgroups,
+            name=name, role=node.role, run_id=self.run_id, pids=node.pid_source, cgroups=cgroups,
             store_mount=store.mount if store else None, store_device=store.device if store else None,
             store_image=store.image if store else None, ports=ports, control=node, container=ct.id, extras=extras)
 
@@ -144,14 +156,16 @@ class ComposeBackend(ClusterBackend):
             ct.reload()
             mem, swap = self.layout.limits(node["name"]) if self.layout else (None, None)
             node.update({"container": ct.id, "container_name": ct.name, "memory_limit": mem,
-                         "memswap_limit": swap, "store_size": c.store_size if node["name"] in BROKER_NODES else None})
+                         "memswap_limit": swap,
+                         "store_size": c.store_size if node["name"] in self.broker_nodes else None})
         return info
 
     # --- during the run ---------------------------------------------------------------------------------------
 
     def start_collectors(self) -> ComposeMetricsCollector:
         nodes = self.metrics_nodes()
-        containers = {n: (self.targets[n].container or "", self.targets[n].cgroups.get("blkio")) for n in NODE_ORDER}
+        containers = {n: (self.targets[n].container or "", self.targets[n].cgroups.get("blkio"))
+                      for n in self.node_order}
         collector = ComposeMetricsCollector(self.run_id, self.rd.layout.metrics, nodes,
                                             brokerclient.runtime_info_quick, containers)
         collector.start()
@@ -170,7 +184,8 @@ class ComposeBackend(ClusterBackend):
                 (self.work / n / "stdout.log").write_bytes(data)
             except Exception as err:  # noqa: BLE001 - a container that is gone has no logs; say so in the file
                 (self.work / n / "stdout.log").write_text(f"container logs unavailable: {err}\n", encoding="utf-8")
-        self.log_sources["compose"] = [self.work / "compose.log", self.work / "compose.env"]
+        self.log_sources["compose"] = [self.work / "compose.log", self.work / "compose.env",
+                                       self.work / compose_groups.GROUPS_FILE]
         super().copy_logs()
 
     # --- down -------------------------------------------------------------------------------------------------

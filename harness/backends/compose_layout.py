@@ -1,5 +1,6 @@
 """Where a compose run's files are and what the compose file is told: the conf files rendered from the scenario
-(the local backend's properties, with the container's store path `/home/rocketmq/store`), the data directory whose
+(the local backend's properties for each member of the topology, its group and role, with the container's store path
+`/home/rocketmq/store`), the data directory whose
 `<node>/store` (a broker's loop mount) and `<node>/logs` are bind-mounted, and the variables of `compose/*.yml`
 (ports, image, version, heap, memory limits, cgroup parent, network mode, health-check interval), also written to `compose.env` so the project can be
 inspected or re-run by hand (`docker compose -p <project> -f <file> --env-file <work>/compose.env ps`).
@@ -17,6 +18,7 @@ from typing import Any
 from faults.system.meminfo import mem_total
 from harness.backends.brokerconf import BrokerLayout, broker_properties, namesrv_properties, render
 from harness.backends.ports import HOST
+from harness.topology import Topology
 
 CONTAINER_STORE = Path("/home/rocketmq/store")
 HEALTH_INTERVAL = "5s"
@@ -26,7 +28,9 @@ per second on this 2-core machine with an idle cluster of three, at 5 s about a 
 `up` (each node waits for its first check, about 11 s more in all)."""
 IMAGE_UID = 3000
 """The official image runs as `rocketmq`, uid/gid 3000: bind-mounted directories must be its own."""
-NODES = ("namesrv", "master", "slave")
+BASE_SERVICES = ("namesrv", "master", "slave")
+"""The services of compose/rocketmq-*.yml: with one group they are its nodes, with several the members extend them
+(harness/backends/compose_groups.py)."""
 PROJECT_PREFIX = "rmq-chaos-"
 PROJECT_BAD = re.compile(r"[^a-z0-9_-]+")
 ENV_FILE = "compose.env"
@@ -47,6 +51,7 @@ class ComposeLayout:
     cgroup_parent: str
     namesrv_port: int
     broker_ports: dict[str, tuple[int, int]]
+    """(listenPort, haListenPort) of every broker node of the topology, in its order (masters before their slaves)"""
     ha_master_address: str | None = None
     network_mode: str = "host"
     """compose `network_mode`: `container:<holder>` (the run's own namespace, harness/backends/compose_netns.py)"""
@@ -85,12 +90,27 @@ class ComposeLayout:
         ram = mem_total() // 4096 * 4096
         return ram, 2 * ram
 
+    @property
+    def nodes(self) -> tuple[str, ...]:
+        """The name server and every broker node."""
+        return ("namesrv", *self.broker_ports)
+
+    def base_node(self, service: str) -> str:
+        """The node whose ports and limits the checked-in file's `service` is given: the node of that name (one
+        group), else the first node of that role (`<group>-master`): the file stays valid though its `master` and
+        `slave` are not started then."""
+        if service == "namesrv" or service in self.broker_ports:
+            return service
+        return next(n for n in self.broker_ports if n.endswith(f"-{service}"))
+
     def properties(self, cluster: Any, node: str) -> dict[str, Any]:
         if node == "namesrv":
             return namesrv_properties(cluster, self.namesrv_port)
         listen, ha = self.broker_ports[node]
+        member = Topology.of(cluster).member(node)
         return broker_properties(cluster, BrokerLayout(node, listen, ha, CONTAINER_STORE, self.namesrv_addr,
-                                                       self.ha_master_address if node == "slave" else None))
+                                                       self.ha_master_address if member.role == "slave" else None,
+                                                       group=member.group, role=member.role))
 
     def env(self) -> dict[str, str]:
         """The variables of compose/rocketmq-*.yml."""
@@ -98,19 +118,19 @@ class ComposeLayout:
                "RMQ_DATA_DIR": str(self.data_dir), "RMQ_CONF_DIR": str(self.conf_dir),
                "RMQ_NAMESRV_PORT": str(self.namesrv_port), "HEAP_OPTS": self.heap, "JAVA_OPT_EXT": self.heap,
                "RMQ_NETWORK_MODE": self.network_mode, "RMQ_HEALTH_INTERVAL": HEALTH_INTERVAL}
-        for node in ("master", "slave"):
-            out[f"RMQ_{node.upper()}_PORT"] = str(self.broker_ports[node][0])
-        for node in NODES:
-            mem, swap = self.limits(node)
-            out[f"RMQ_{node.upper()}_MEM_LIMIT"] = str(mem)
-            out[f"RMQ_{node.upper()}_MEMSWAP_LIMIT"] = str(swap)
+        for service in ("master", "slave"):
+            out[f"RMQ_{service.upper()}_PORT"] = str(self.broker_ports[self.base_node(service)][0])
+        for service in BASE_SERVICES:
+            mem, swap = self.limits(self.base_node(service))
+            out[f"RMQ_{service.upper()}_MEM_LIMIT"] = str(mem)
+            out[f"RMQ_{service.upper()}_MEMSWAP_LIMIT"] = str(swap)
         return out
 
     def write(self, cluster: Any) -> dict[str, Path]:
         """Conf files, node directories (owned by the image's user) and compose.env; returns the conf files."""
         self.conf_dir.mkdir(parents=True, exist_ok=True)
         confs = {}
-        for node in NODES:
+        for node in self.nodes:
             self.log_dir(node).mkdir(parents=True, exist_ok=True)
             _own(self.log_dir(node))
             confs[node] = self.conf_file(node)

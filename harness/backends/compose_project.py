@@ -1,6 +1,8 @@
-"""A compose project of one run: `docker compose config` (the file and its variables are valid), `up -d --wait`
-(every service healthy, in dependency order), its containers by service (Docker SDK), `down -v`. Journaled before
-`up` with the undo `compose_down`, so `rmq-chaos cleanup` removes the containers of a run that died."""
+"""A compose project of one run: `docker compose config` (the files and their variables are valid), `up -d --wait`
+(every service healthy, in dependency order; only `services` when given: with several broker groups the groups
+file's members, not the checked-in file's `master` and `slave`), its containers by service (Docker SDK), `down -v`.
+The checked-in file comes first, `extra_files` after it (harness/backends/compose_groups.py). Journaled before `up`
+with the undo `compose_down`, so `rmq-chaos cleanup` removes the containers of a run that died."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -25,11 +27,15 @@ class ComposeProject:
     env: dict[str, str]
     env_file: Path
     log_path: Path
+    extra_files: tuple[Path, ...] = ()
+    services: tuple[str, ...] = ()
+    """what `up` starts (with their dependencies); empty: every service of the files"""
     entry_id: str = ""
     journal: Journal | None = field(default=None, repr=False)
 
     def _base(self) -> list[str]:
-        return ["-p", self.name, "-f", str(self.file), "--env-file", str(self.env_file)]
+        files = [a for f in (self.file, *self.extra_files) for a in ("-f", str(f))]
+        return ["-p", self.name, *files, "--env-file", str(self.env_file)]
 
     def _log(self, args: list[str], proc: Any) -> None:
         with open(self.log_path, "a", encoding="utf-8") as f:
@@ -48,9 +54,10 @@ class ComposeProject:
         self.journal = journal
         self.entry_id = journal.begin(KIND, undo=undo, run_id=run_id, target="cluster",
                                       data={"project": self.name, "file": str(self.file),
+                                            "extra_files": [str(f) for f in self.extra_files],
                                             "env_file": str(self.env_file)})
         args = [*self._base(), "up", "-d", "--wait", "--wait-timeout", str(max(1, int(wait_timeout_s))),
-                "--pull", "never", "--no-build"]
+                "--pull", "never", "--no-build", *self.services]
         proc = engine.run_compose(args, env=self.env, timeout_s=wait_timeout_s + 60, check=False)
         self._log(args, proc)
         if proc.returncode != 0:

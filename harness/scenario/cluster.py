@@ -12,7 +12,7 @@ from harness.scenario.schema import Duration, Name, Size, Strict, at
 
 NODE_NAMES = ("namesrv", "master", "slave")
 MAX_GROUPS = 8
-GROUP_BACKENDS = ("local", "ssh")
+GROUP_BACKENDS = ("local", "compose", "ssh")
 """The backends that place several broker groups (the others refuse `cluster.groups` > 1 in one line)."""
 PLACE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}(:\d{1,5})?$")
 BROKER_NODES = ("master", "slave")
