@@ -12,7 +12,9 @@ Every send counts, those started while the fault was still being verified too (a
 is gone from the `apply ok` on, whatever the harness's verification still measures.
 
 `inf`: it never happened in the run; `None` (unknown): no fault on the master was applied, or no `roles` events
-(not a controller-mode run). The `fault` filter picks the fault (default: the first applied to `master`)."""
+(not a controller-mode run). The `fault` filter picks the fault (default: the first applied to `master`, or to a
+set's master, `broker-b/master`). With several broker sets the figures are the dead master's set's: its `roles`
+events (`group`) and the sends that ended on it (the other sets go on serving)."""
 from __future__ import annotations
 
 import math
@@ -42,18 +44,35 @@ class Failover:
 def _death(events: list[dict[str, Any]], fault: str | None) -> tuple[str | None, str | None, int | None]:
     for ev in events:
         if ev.get("event") == c.EVENT_FAULT and ev.get("action") == "apply" and ev.get("status") == "ok" and (
-                ev.get("fault_id") == fault if fault else ev.get("target") == "master"):
+                ev.get("fault_id") == fault if fault else ev.get("target") in ("master", *_group_masters(ev))):
             return ev.get("fault_id"), ev.get("node") or ev.get("target"), ev.get("wall_ns")
     return None, None, None
 
 
+def _group_masters(ev: dict[str, Any]) -> tuple[str, ...]:
+    """A set's master as a fault target with several sets (`broker-b/master`)."""
+    target = str(ev.get("target") or "")
+    return (target,) if target.endswith("/master") else ()
+
+
+def _group_of(run: Any, node: str | None) -> str | None:
+    """The broker set of `node` when the run has several (cluster.json's `groups`); None with one."""
+    if len(run.broker_groups) < 2:
+        return None
+    groups = (run.cluster or {}).get("groups") or []
+    return next((g.get("name") for g in groups if node in (g.get("members") or [])), None)
+
+
 def failover(run: Any, requests: DataFrame, fault: str | None = None) -> Failover:
-    """The failover figures of one run (one Spark aggregation over its rows)."""
+    """The failover figures of one run (one Spark aggregation over its rows). With several broker sets, those of
+    the set the dead master belonged to: its `roles` events, and the sends that ended on it."""
     events = run_events(run)
-    roles = [ev for ev in events if ev.get("event") == c.EVENT_ROLES and "route_master" in ev]
     fault_id, node, death = _death(events, fault)
     if death is None:
         return Failover(note=f"no fault {fault!r} applied" if fault else "no fault on the master was applied")
+    group = _group_of(run, node)
+    roles = [ev for ev in events if ev.get("event") == c.EVENT_ROLES and "route_master" in ev
+             and (group is None or ev.get("group") == group)]
     if not roles:
         return Failover(fault_id, node, death, note="no roles events (not a controller-mode run)")
 
@@ -64,6 +83,8 @@ def failover(run: Any, requests: DataFrame, fault: str | None = None) -> Failove
         return math.inf if t is None else (t - death) / NS
 
     rows = requests.where((F.col("run_id") == F.lit(run.run_id)) & (F.col("outcome") == c.SEND_OK))
+    if group is not None:
+        rows = rows.where(F.col("broker") == F.lit(group))
     agg = rows.agg(F.max(F.when(F.col("end_ns") < F.lit(death), F.col("end_ns"))).alias("last"),
                    F.min(F.when(F.col("start_ns") >= F.lit(death), F.col("end_ns"))).alias("first")).first()
     last, first = (agg["last"], agg["first"]) if agg is not None else (None, None)

@@ -1,6 +1,6 @@
 """The conf files of a controller-mode cluster (5.x, RIP-44) on one machine: the name server (with
 `enableControllerInNamesrv` and the DLedger keys when the controller is embedded), the standalone controllers
-(`cluster.controllers: 3`, one DLedger group), and the brokers `broker-<i>` of one broker set, each with
+(`cluster.controllers: 3`, one DLedger group), and the brokers of each broker set (`harness.topology`), each with
 `enableControllerMode=true`, `brokerId=-1` and `brokerRole=SLAVE` (the controller gives the ids and elects the
 master) and `controllerAddr` naming every controller's DLedger peer port (controllers serve brokers there, not on
 the name server's port; /work/rmq-dist/STATUS.md). Every broker reads `slaveReadEnable=true` so the read-back can
@@ -49,9 +49,10 @@ def controller_properties(cluster: ClusterSpec, index: int, ctl: ControllerLayou
 
 
 def broker_properties(cluster: ClusterSpec, listen: int, ha: int, store_root: Path, namesrv_addr: str,
-                      ctl: ControllerLayout) -> dict[str, Any]:
+                      ctl: ControllerLayout, group: str | None = None) -> dict[str, Any]:
+    """A broker of broker set `group` (default `cluster.broker_name`: one set)."""
     props: dict[str, Any] = {
-        "brokerClusterName": cluster.cluster_name, "brokerName": cluster.broker_name, **BROKER_DEFAULTS,
+        "brokerClusterName": cluster.cluster_name, "brokerName": group or cluster.broker_name, **BROKER_DEFAULTS,
         "controllerAddr": ";".join(ctl.addrs), "namesrvAddr": namesrv_addr, "brokerIP1": ctl.host,
         "brokerIP2": ctl.host, "listenPort": listen, "haListenPort": ha, "storePathRootDir": str(store_root),
         "storePathCommitLog": str(store_root / "commitlog"),
