@@ -25,10 +25,12 @@ class ControllerLayout:
 
     peer_ports: tuple[int, ...]
     host: str = "127.0.0.1"
+    hosts: tuple[str, ...] = ()
+    """Each controller's host address when they are on several hosts (ssh backend); else `host` for all."""
 
     @property
     def addrs(self) -> list[str]:
-        return [f"{self.host}:{p}" for p in self.peer_ports]
+        return [f"{self.hosts[i] if self.hosts else self.host}:{p}" for i, p in enumerate(self.peer_ports)]
 
     def group(self) -> dict[str, Any]:
         peers = ";".join(f"n{i}-{a}" for i, a in enumerate(self.addrs))
@@ -49,12 +51,13 @@ def controller_properties(cluster: ClusterSpec, index: int, ctl: ControllerLayou
 
 
 def broker_properties(cluster: ClusterSpec, listen: int, ha: int, store_root: Path, namesrv_addr: str,
-                      ctl: ControllerLayout, group: str | None = None) -> dict[str, Any]:
-    """A broker of broker set `group` (default `cluster.broker_name`: one set)."""
+                      ctl: ControllerLayout, group: str | None = None, host: str | None = None) -> dict[str, Any]:
+    """A broker of broker set `group` (default `cluster.broker_name`: one set) on `host` (default the
+    controllers')."""
     props: dict[str, Any] = {
         "brokerClusterName": cluster.cluster_name, "brokerName": group or cluster.broker_name, **BROKER_DEFAULTS,
-        "controllerAddr": ";".join(ctl.addrs), "namesrvAddr": namesrv_addr, "brokerIP1": ctl.host,
-        "brokerIP2": ctl.host, "listenPort": listen, "haListenPort": ha, "storePathRootDir": str(store_root),
+        "controllerAddr": ";".join(ctl.addrs), "namesrvAddr": namesrv_addr, "brokerIP1": host or ctl.host,
+        "brokerIP2": host or ctl.host, "listenPort": listen, "haListenPort": ha, "storePathRootDir": str(store_root),
         "storePathCommitLog": str(store_root / "commitlog"),
     }
     return {**props, **cluster.broker.common}

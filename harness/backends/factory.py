@@ -92,6 +92,10 @@ def make_backend(scenario: Scenario, rd: Any, journal: Any, state_dir: Path) -> 
 
         return ComposeBackend(scenario, rd, journal, state_dir)
     if scenario.cluster.backend == "ssh":
+        if scenario.cluster.mode == "controller":
+            from harness.backends.ssh_controller import SshControllerBackend
+
+            return SshControllerBackend(scenario, rd, journal, state_dir)
         from harness.backends.ssh import SshBackend
 
         return SshBackend(scenario, rd, journal, state_dir)

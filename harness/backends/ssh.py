@@ -110,23 +110,37 @@ class SshBackend(ClusterBackend):
                 self.sinks[name] = sink["listen"]
             self._measure_clock(name, "start")
         self._make_nodes()
+        self._start_all(say)
+
+    def _start_all(self, say: Callable[[str], None]) -> None:
+        """Every node in order; each waited for, but a slave (it needs its master up; the shared flow waits)."""
         slaves = {m.node for m in self.topology.members if m.role == "slave"}
         for n in self.node_order:
-            say(f"cluster: starting {n} on {self.place[n].name} ({self.nodes[n].addr})")
-            self.nodes[n].start()
-            if n not in slaves:  # a slave needs its master up; the shared flow waits for it
-                self.nodes[n].wait_ready(c.ready_timeout)
+            self._start(n, say, wait=n not in slaves)
+
+    def _start(self, n: str, say: Callable[[str], None], wait: bool = True) -> None:
+        say(f"cluster: starting {n} on {self.place[n].name} ({self.nodes[n].addr})")
+        self.nodes[n].start()
+        if wait:
+            self.nodes[n].wait_ready(self.scenario.cluster.ready_timeout)
+
+    def _ports(self) -> dict[str, Any]:
+        """Free ports on each node's host: one for the name server and a controller, (listen, HA) for a broker."""
+        ports: dict[str, Any] = {}
+        for n in self.node_order:
+            host, single = self.place[n], n not in self.broker_nodes
+            got = self.agents[host.name].call("ports", host=host.address, single=int(single),
+                                              brokers=int(not single))
+            ports[n] = got["single"][0] if single else tuple(got["brokers"][0])
+            if n in self.fixed_port:
+                ports[n] = self.fixed_port[n] if single else (self.fixed_port[n], self.fixed_port[n] + 1)
+        return ports
 
     def _make_nodes(self) -> None:
+        self._create(self._specs(self._ports()))
+
+    def _specs(self, ports: dict[str, Any]) -> list[NodeSpec]:
         c = self.scenario.cluster
-        ports = {}
-        for n in self.node_order:
-            host = self.place[n]
-            got = self.agents[host.name].call("ports", host=host.address, single=int(n == "namesrv"),
-                                              brokers=int(n != "namesrv"))
-            ports[n] = got["single"][0] if n == "namesrv" else tuple(got["brokers"][0])
-            if n in self.fixed_port:
-                ports[n] = self.fixed_port[n] if n == "namesrv" else (self.fixed_port[n], self.fixed_port[n] + 1)
         ns_host = self.place["namesrv"]
         self.namesrv_addr = f"{ns_host.address}:{ports['namesrv']}"
         specs = [self._spec("namesrv", namesrv_properties(c, ports["namesrv"]), self.namesrv_addr)]
@@ -138,6 +152,10 @@ class SshBackend(ClusterBackend):
             self.broker_addrs[n] = layout.addr
             specs.append(self._spec(n, broker_properties(c, layout), layout.addr, broker_id=layout.broker_id,
                                     store_size=c.store_size, role=m.role))
+        return specs
+
+    def _create(self, specs: list[NodeSpec]) -> None:
+        """Each node made on its host by its agent (not started)."""
         for spec in specs:
             spec.extras.update(self._net_extras(spec.name, {s.name: s for s in specs}))
             host = self.place[spec.name]

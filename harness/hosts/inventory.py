@@ -23,7 +23,9 @@ apache`). Other variables are kept and ignored.
 Groups named `namesrv`, `master`, `slave` and `load` place a scenario's nodes and load workers on their hosts when
 the scenario itself does not (`placement_from_groups`): one inventory then runs any scenario with `--hosts FILE`.
 With several broker groups the n-th group's master goes on the n-th host of `master` (the same for `slave`); a
-group named after a node (`broker-b-master`) places that node.
+group named after a node (`broker-b-master`) places that node. In controller mode a broker set's first broker goes
+where its master would, the others where its slave would, and standalone controllers on the hosts of `controller`
+(else the name server's).
 
 Bad input: `SourceError`, one line naming the file, the key path where the value was written (a group's `vars` or
 the host) and what is allowed. The values that reach a command line are refused unless plain: a host name, address
@@ -113,10 +115,13 @@ def placement_from_groups(inventory: Inventory, topology: Any = None) -> tuple[d
     if topology is None:
         wanted += [("master", "master", 0), ("slave", "slave", 0)]
     else:
-        wanted += [(m.node, m.role, i) for i, g in enumerate(topology.groups) for m in g.members]
+        wanted += [(n, "controller", i) for i, n in enumerate(topology.controllers)]
+        wanted += [(m.node, m.role if m.role != "broker" else ("master" if m.index == 0 else "slave"), i)
+                   for i, g in enumerate(topology.groups) for m in g.members]
     placement = {}
     for node, role, i in wanted:
-        members = hosts_in.get(node) or hosts_in.get(role) or []
+        members = hosts_in.get(node) or hosts_in.get(role) or (hosts_in.get("namesrv") if role == "controller"
+                                                                else None) or []
         if members:
             placement[node] = members[0] if node in hosts_in else members[i % len(members)]
     return placement, list(hosts_in.get("load", ()))

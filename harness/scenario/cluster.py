@@ -138,9 +138,6 @@ class ClusterSpec(Strict):
             raise at(("groups",), f"several broker groups are placed on backend {', '.join(GROUP_BACKENDS)} so far "
                                   f"(cluster.backend is {self.backend}); allowed: 1 group, or backend "
                                   f"{', '.join(GROUP_BACKENDS)}")
-        if several and self.mode == "controller" and self.backend != "local":
-            raise at(("groups",), "several broker sets in controller mode are placed on backend local so far; "
-                                  "allowed: 1 group in mode controller, or backend local")
         if self.backend == "compose" and self.program == "apache":
             raise at(("program",), "'apache' runs the distribution at $ROCKETMQ_HOME on this machine; with backend "
                                    "compose the image is the program (cluster.image); allowed: emulator, or backend "

@@ -10,7 +10,7 @@ from typing import Any
 from harness.scenario.schema import at
 
 CONTROLLERS_ALLOWED = "embedded (in the name server), 3 (standalone controllers)"
-CONTROLLER_BACKENDS = ("local",)
+CONTROLLER_BACKENDS = ("local", "ssh")
 CONTROLLER_LEADER = "controller-leader"
 """The fault target naming the standalone controller that leads the DLedger group when the fault is applied."""
 
@@ -37,8 +37,9 @@ def check_mode(cluster: Any) -> None:
         raise at(("mode",), f"controller mode needs RocketMQ 5.x but cluster.version is {cluster.version}; allowed: "
                             "master_slave, or mode controller with a version 5.0.x to 5.3.x")
     if cluster.backend not in CONTROLLER_BACKENDS:
-        raise at(("mode",), f"controller mode runs on backend local only (cluster.backend is {cluster.backend}); "
-                            "allowed: master_slave, or backend local")
+        raise at(("mode",), f"controller mode runs on backend {', '.join(CONTROLLER_BACKENDS)} so far "
+                            f"(cluster.backend is {cluster.backend}); allowed: master_slave, or backend "
+                            f"{', '.join(CONTROLLER_BACKENDS)}")
     for section in ("master", "slave"):
         if getattr(cluster.broker, section):
             raise at(("broker", section), "in controller mode the controller gives the roles, so no node is the "

@@ -159,7 +159,8 @@ def test_the_consumers_ask_the_master_of_the_moment_first() -> None:
     from harness.backends.local_controller import LocalControllerBackend
 
     def backend(master: str | None) -> SimpleNamespace:
-        return SimpleNamespace(roles=FixedRoles(master, set(ADDRS)), broker_nodes=tuple(ADDRS), broker_addrs=ADDRS)
+        return SimpleNamespace(roles={"broker-a": FixedRoles(master, set(ADDRS))}, broker_nodes=tuple(ADDRS),
+                               broker_addrs=ADDRS)
 
     assert LocalControllerBackend.role_addrs(backend("broker-1")) == [ADDRS["broker-1"], ADDRS["broker-0"]]
     assert LocalControllerBackend.role_addrs(backend("broker-0")) == [ADDRS["broker-0"], ADDRS["broker-1"]]
