@@ -8,7 +8,9 @@ from pathlib import Path
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories (runs/<run-id>/)")
+    parser.add_argument("run_dirs", nargs="+", metavar="RUN_DIR",
+                        help="run directories (runs/<run-id>/), or file: URIs of them (file:///mnt/runs/<run-id>: on a "
+                             "cluster, a mount the driver and every executor host have at that path)")
     parser.add_argument("--master", default=None,
                         help="Spark master URL (default local[2]; under spark-submit, spark-submit's)")
     parser.add_argument("--out", type=Path, default=None,

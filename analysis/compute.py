@@ -6,6 +6,7 @@ the verdicts. Independent jobs run in threads side by side (`_compute`).
 """
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -17,7 +18,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from analysis import contract as c
-from analysis import stats
+from analysis import jvm, stats
 from analysis.consume_measures import RunConsume, measure_consumer, run_consume
 from analysis.consume_stats import consume_results
 from analysis.expectations import CONSUMER_LOSS_METRICS, CONSUMER_METRICS, PAGECACHE_METRICS
@@ -89,6 +90,9 @@ def compute(spark: SparkSession, runs: Sequence[RunDir], step: Step = lambda _: 
     # not cached: Spark's in-memory cache costs more to build than re-reading the pruned Parquet columns
     enriched = enrich_requests(frames.requests, known_t0, {r.run_id: transitions_of(r.timeline) for r in runs})
     spark.conf.set("spark.sql.objectHashAggregate.sortBased.fallbackThreshold", str(stats.OBJECT_AGG_FALLBACK))
+    fallback = jvm.why_not(spark)
+    if fallback is not None:  # the same figures, slower: say so in one line
+        print(f"rmq-chaos report: percentiles by Spark SQL, not the JVM aggregates: {fallback}", file=sys.stderr)
     return _compute(spark, runs, frames, enriched, known_t0, t0, step)
 
 

@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from analysis import contract as c
-from analysis.rundir import RunDir
+from analysis.rundir import RunDir, part_uri
 from analysis.transitions import INTERRUPTED_PHASE, Transition
 
 NS_PER_S = 1_000_000_000
@@ -42,11 +42,12 @@ def spark_schema(schema: pa.Schema) -> T.StructType:
 
 
 def read_parts(spark: SparkSession, paths: Sequence[Path], schema: pa.Schema) -> DataFrame:
-    """All `paths` as one DataFrame with `schema`; an empty frame of that schema when there are none."""
+    """All `paths` as one DataFrame with `schema` (read as `file:` URIs); an empty frame of that schema when there
+    are none."""
     sschema = spark_schema(schema)
     if not paths:
         return spark.createDataFrame([], sschema)
-    return spark.read.schema(sschema).parquet(*(str(p) for p in paths))
+    return spark.read.schema(sschema).parquet(*(part_uri(p) for p in paths))
 
 
 def jepsen_class(outcome: Column) -> Column:

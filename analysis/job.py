@@ -25,7 +25,7 @@ from rich.table import Table  # noqa: E402
 from analysis.arguments import add_arguments  # noqa: E402
 from analysis.contract import os_error_words
 from analysis.errors import RunDirError  # noqa: E402
-from analysis.rundir import RunDir, open_run_dir  # noqa: E402
+from analysis.rundir import RunDir, open_run_dir, run_dir_location  # noqa: E402
 
 EXIT_BAD_INPUT = 254
 EXIT_CRASH = 255  # Jepsen's code for a crashed checker; the run's verdict is then unknown
@@ -48,7 +48,8 @@ def open_runs(paths: Sequence[str | Path]) -> list[RunDir]:
         raise RunDirError("no run directory given (rmq-chaos report RUN_DIR...)")
     runs: list[RunDir] = []
     seen: dict[str, Path] = {}
-    paths = [p for p in paths if not _is_comparison_output(Path(p))] or paths  # `report runs/*` a second time
+    paths = [run_dir_location(p) for p in paths]  # a path or a file: URI; any other scheme refused in one line
+    paths = [p for p in paths if not _is_comparison_output(p)] or paths  # `report runs/*` a second time
     for p in paths:
         run = open_run_dir(p)
         if run.run_id in seen:

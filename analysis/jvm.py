@@ -128,6 +128,16 @@ def ready(spark) -> bool:
     return True
 
 
+def why_not(spark) -> str | None:
+    """None when the session has the aggregates (`ready`); otherwise why it has not, in words for one line."""
+    if ready(spark):
+        return None
+    if not jar_path().is_file():
+        return "no jar: " + ("no javac to build analysis/jvm (install a JDK)" if javac() is None else
+                             "its build failed (the line above)")
+    return f"the session's class path has no {FUNCTIONS_CLASS} (under spark-submit give --jars {jar_path()})"
+
+
 def main() -> int:
     try:
         path = build()

@@ -6,15 +6,19 @@ What an interrupted run leaves behind is accepted and noted in `warnings`: a hal
 `readback/queues.json` (read-back coverage) is optional: without it every queue counts as read completely.
 Consumer parts (`consumes/`, `metrics/lag/`) and the brokers' store.log `[PAGECACHERT]` lines are optional too:
 a run without them (every run before issue 12) is analyzed as before, its consumer metrics unknown.
+A run directory is named by a path or a `file:` URI (`run_dir_location`): the driver reads it here and the executors
+read its part files as `file:` URIs (`part_uri`), so on a cluster it lies on a mount every host has at the same path.
 """
 from __future__ import annotations
 
 import json
 import math
+import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -99,9 +103,49 @@ LAG_PARTS = f"{c.METRICS_DIR}/{c.CONSUMER_LAG_DIR}"
 """The key of the consumer lag parts in `RunDir.parts` (its directory relative to the run directory)."""
 
 
+RUN_DIR_FORMS = ("a path, or a file: URI of an absolute path (file:///mnt/runs/<run-id>) on a mount that the driver "
+                 "and every executor host have at that path")
+HADOOP_SCHEMES = frozenset({"hdfs", "webhdfs", "viewfs", "s3a", "s3", "s3n", "gs", "abfs", "abfss", "wasb", "wasbs",
+                            "o3fs", "ofs"})
+"""Hadoop file systems Spark could read part files from, but not this job: it reads the run's scenario, events,
+logs and part footers on the driver with Python, from a local path."""
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
+
+
+def run_dir_location(arg: str | Path) -> Path:
+    """The local path a RUN_DIR argument names: a path as it is (also one that exists and looks like a URI,
+    `ro:1`), a `file:` URI (`file:///abs`, `file:/abs`, `file://localhost/abs`, percent-escapes decoded) as its
+    absolute path. Raises `RunDirError` (one line naming the argument and the allowed forms) for any other scheme."""
+    if isinstance(arg, Path):
+        return arg
+    m = _SCHEME.match(arg)
+    if m is None or Path(arg).exists():
+        return Path(arg)
+    scheme = m.group(1).lower()
+    if scheme in HADOOP_SCHEMES:
+        raise RunDirError(f"RUN_DIR {arg}: no file system for {scheme}: in this job (the driver reads the run's "
+                          f"scenario, events and part footers from a local path); allowed: {RUN_DIR_FORMS}")
+    if scheme != "file":
+        raise RunDirError(f"RUN_DIR {arg}: unknown scheme {scheme}:; allowed: {RUN_DIR_FORMS}")
+    uri = urlsplit(arg)
+    path = unquote(uri.path)
+    if uri.netloc not in ("", "localhost") or uri.query or uri.fragment or not path.startswith("/"):
+        what = (f"names host {uri.netloc!r}" if uri.netloc not in ("", "localhost") else
+                "has a query or fragment" if uri.query or uri.fragment else "is not an absolute path")
+        raise RunDirError(f"RUN_DIR {arg}: a file: URI that {what}; allowed: {RUN_DIR_FORMS}")
+    return Path(path)
+
+
+def part_uri(path: Path) -> str:
+    """A part file as the `file:` URI Spark's readers resolve on every executor (whatever `fs.defaultFS` a cluster
+    sets), unescaped as Hadoop's `Path` wants it."""
+    return f"file://{path.absolute()}"
+
+
 def open_run_dir(path: str | Path) -> RunDir:
-    """Open and check a run directory. Raises `RunDirError` (one line) for input the job cannot accept."""
-    root = Path(path)
+    """Open and check a run directory (a path or a `file:` URI: `run_dir_location`). Raises `RunDirError` (one line)
+    for input the job cannot accept."""
+    root = run_dir_location(path)
     if not root.is_dir():
         raise RunDirError(f"{root}: not a directory (expected a run directory runs/<run-id>/)")
     layout = c.RunLayout.of(root)
