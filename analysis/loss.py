@@ -301,7 +301,7 @@ def loss_checks(kf: KeyFlags | None, readback_runs: dict[str, list[str] | None],
         t = totals.get(run, {})
         cov = (coverage or {}).get(run) or Coverage()
         counts: dict[str, int | None] = {k: int(t.get(k) or 0) for k in ("attempted", "acknowledged", "send_ok")}
-        not_read = cov.nodes_not_read
+        not_read = {_role(n) for n in cov.nodes_not_read}
         if run not in readback_runs or "master" in not_read:
             counts.update(dict.fromkeys((*CATEGORIES, "foreign", "read_master", "read_slave")))
             note = (f"{cov.node_note('master')}: loss check not measured" if run in readback_runs
@@ -310,7 +310,7 @@ def loss_checks(kf: KeyFlags | None, readback_runs: dict[str, list[str] | None],
             continue
         declared, base = readback_runs[run], by_run.get(run, {})
         read = {n: int(base.get(n) or 0) for n in ("master", "slave")}
-        slave_read = ("slave" in declared) if declared is not None else read["slave"] > 0
+        slave_read = _every_slave(declared) if declared is not None else read["slave"] > 0
         slave_read = slave_read and "slave" not in not_read
         counts.update({k: int(base.get(k) or 0) for k in (*CATEGORIES, "foreign")})
         counts.update(read_master=read["master"], read_slave=read["slave"] if slave_read else None)
@@ -319,7 +319,7 @@ def loss_checks(kf: KeyFlags | None, readback_runs: dict[str, list[str] | None],
             counts.update(not_on_slave=None, unseen_slave=None)
             why = cov.node_note("slave") if "slave" in not_read else "the slave was not read back"
             notes.append(f"{why}: not_on_slave unknown")
-        partly = [q for q in cov.unread if q.node not in not_read]
+        partly = [q for q in cov.unread if _role(q.node) not in not_read]
         if partly:
             seen = ", ".join(f"{k} {counts[k]}" for k in ("unseen_master", "unseen_slave") if counts[k] is not None)
             notes.append(f"measured over the places that were read; {describe_unread(partly)}; acknowledged sends "
@@ -327,3 +327,16 @@ def loss_checks(kf: KeyFlags | None, readback_runs: dict[str, list[str] | None],
         smp = {k: v for k, v in samples.get(run, {}).items() if counts.get(k) is not None}
         out[run] = LossCheck(run, True, slave_read, counts, smp, note="; ".join(notes) or None, unread=cov.unread)
     return out
+
+
+def _role(node: str) -> str:
+    """`master` / `slave` of a read-back node label (`broker-b/slave` with several broker groups)."""
+    return str(node).rpartition("/")[2]
+
+
+def _every_slave(declared: list[str]) -> bool:
+    """Whether the read-back read a slave of every group whose master it read (`slave`; `broker-a/slave`, ...)."""
+    groups = {str(n).rpartition("/")[0]: [] for n in declared}
+    for n in declared:
+        groups[str(n).rpartition("/")[0]].append(_role(n))
+    return bool(groups) and all("slave" in roles for g, roles in groups.items() if "master" in roles)

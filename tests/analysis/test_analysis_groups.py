@@ -217,3 +217,14 @@ def test_a_one_group_run_made_before_is_reported_as_before(analysed):
     assert "Broker groups" not in html
     summary = json.loads((report / "summary.json").read_text())
     assert "broker_groups" not in summary and "per_group" not in summary
+
+
+def test_the_slave_read_back_counts_per_group():
+    """`not_on_slave` needs a slave of every group whose master was read back (the read-back names its nodes
+    `broker-a/master`, `broker-a/slave`, ... with several groups)."""
+    from analysis.loss import _every_slave, _role
+
+    assert _role("broker-b/slave") == "slave" and _role("master") == "master"
+    assert _every_slave(["master", "slave"]) and not _every_slave(["master"])
+    assert _every_slave(["broker-a/master", "broker-a/slave", "broker-b/master", "broker-b/slave"])
+    assert not _every_slave(["broker-a/master", "broker-a/slave", "broker-b/master"])
