@@ -151,20 +151,37 @@ def _read_bounded(path: str, timeout_s: float) -> bytes | None:
     return box[0]
 
 
+def read_proc(pid: int, name: str) -> bytes | None:
+    """`/proc/<pid>/<name>` for a file whose read takes the process's address-space lock (`cmdline`, `environ`,
+    `smaps_rollup`): read directly, or with a bound when a thread of the process is in D state (`_blocked`); None
+    when it is gone or the bounded read did not finish."""
+    path = f"/proc/{pid}/{name}"
+    if _blocked(pid):
+        return _read_bounded(path, BLOCKED_READ_S)
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def cmdline_of(pid: int) -> list[str] | None:
+    """The process's command line (`read_proc`), None when it cannot be read now."""
+    raw = read_proc(pid, "cmdline")
+    return None if raw is None else [a.decode(errors="replace") for a in raw.split(b"\0") if a]
+
+
+def blocked(pid: int) -> bool:
+    """Whether a thread of the process is in D state (then reading its address-space files may wait as long)."""
+    return _blocked(pid)
+
+
 def tag_of(pid: int) -> str | None:
     """The `RMQ_CHAOS_TAG` value in a process's environment, or None (also when a thread of it is blocked in D
     state and its environment cannot be read within a second: see `_blocked`)."""
-    path = f"/proc/{pid}/environ"
-    if _blocked(pid):
-        env = _read_bounded(path, BLOCKED_READ_S)
-        if env is None:
-            return None
-    else:
-        try:
-            with open(path, "rb") as f:
-                env = f.read()
-        except OSError:
-            return None
+    env = read_proc(pid, "environ")
+    if env is None:
+        return None
     key = TAG_ENV.encode() + b"="
     for item in env.split(b"\0"):
         if item.startswith(key):
@@ -208,6 +225,15 @@ def terminate(procs: list[ProcId], timeout_s: float = 5.0) -> list[ProcId]:
         p.signal(signal.SIGKILL)
         p.signal(signal.SIGCONT)
     return wait_gone(left, 2.0, dying_is_gone=False)
+
+
+def swap_bytes_of_status(pid: int) -> int:
+    """`VmSwap` of /proc/<pid>/status in bytes (0 when gone): read without the address-space lock smaps takes."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as f:
+            return next((int(line.split()[1]) * 1024 for line in f if line.startswith("VmSwap:")), 0)
+    except (OSError, ValueError):
+        return 0
 
 
 def swap_bytes(pid: int) -> dict[str, int]:

@@ -8,6 +8,8 @@ from typing import Any
 
 import psutil
 
+from faults.system.procs import blocked, swap_bytes_of_status
+
 
 class ProcessSampler:
     """Figures of one node's process tree since the previous `sample()`."""
@@ -47,9 +49,13 @@ class ProcessSampler:
             try:
                 with p.oneshot():
                     cpu += p.cpu_percent(None)
-                    mem = p.memory_full_info()
-                    rss += mem.rss
-                    swap += getattr(mem, "swap", 0)
+                    if blocked(p.pid):  # smaps would wait for its address-space lock: RSS and VmSwap from statm/status
+                        rss += p.memory_info().rss
+                        swap += swap_bytes_of_status(p.pid)
+                    else:
+                        mem = p.memory_full_info()
+                        rss += mem.rss
+                        swap += getattr(mem, "swap", 0)
                     io = p.io_counters()
             except psutil.Error:
                 continue

@@ -6,7 +6,9 @@ thread caught in msync in most of them is a slow disk (`store-flush-slow`), whic
 SYNC_FLUSH. Each round is one `thread_dump` event (`phase`, `nodes`: node -> pids signalled).
 
 Only a process that answers SIGQUIT with a dump is signalled: a `java` process of the node's process tree, or the
-emulator's `emulator.broker`, and only while it catches SIGQUIT (`SigCgt` in /proc/<pid>/status): a shell between
+emulator's `emulator.broker` (its command line read with a bound when a thread of it is in D state: a broker blocked
+on a frozen store holds its address-space lock, and a plain read of its cmdline would wait until the thaw, which
+then never came), and only while it catches SIGQUIT (`SigCgt` in /proc/<pid>/status): a shell between
 the harness and the JVM, a JVM started with -Xrs, or a broker process still starting would be ended by it. On the
 ssh backend the host's agent signals its nodes (op `node_thread_dump`); the compose backend's brokers would print
 into the containers' logs, so it takes none.
@@ -21,6 +23,7 @@ from typing import Any
 
 import psutil
 
+from faults.system.procs import cmdline_of
 from harness.collectors import memory_status
 
 DUMP_AT = (0.25, 0.5, 0.75)
@@ -39,7 +42,8 @@ def answering_pids(root_pids: list[int]) -> list[int]:
             continue
         for proc in tree:
             try:
-                if (proc.name() == "java" or "emulator.broker" in proc.cmdline()) and catches_sigquit(proc.pid):
+                if (proc.name() == "java" or "emulator.broker" in (cmdline_of(proc.pid) or ())) \
+                        and catches_sigquit(proc.pid):
                     found.append(proc.pid)
             except psutil.Error:
                 continue
