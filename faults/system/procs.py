@@ -115,10 +115,11 @@ def with_descendants(pids: list[int]) -> list[ProcId]:
 
 
 def _blocked(pid: int) -> bool:
-    """Whether a thread of the process is in uninterruptible sleep (D). Reading a process's `environ` takes its
-    address-space lock; a thread blocked in D state (on a frozen filesystem, say) while holding that lock would hold
-    the reader for as long as it stays blocked. A run's restart once waited 20 minutes in a scan of /proc for its
-    tag while other runs froze stores on the machine (the exact process it waited on was not found again)."""
+    """Whether a thread of the process is in uninterruptible sleep (D). Reading a process's `cmdline`, `environ` or
+    `smaps` takes its address-space lock; a thread blocked in D state (a broker's on its frozen store) while that lock
+    is held or wanted holds the reader for as long as it stays blocked: seen as a run hung in a `disk_freeze` window
+    on a controller-mode slave (kernel stack `__access_remote_vm` under `proc_pid_cmdline_read`), and as a restart
+    that waited 20 minutes in the scan for its tag while another run's store was frozen."""
     try:
         tids = os.listdir(f"/proc/{pid}/task")
     except OSError:
