@@ -138,6 +138,8 @@ class ConsumerStage:
         self.say = say or (lambda *_: None)
         self.namesrv = backend.namesrv_addr
         self.addrs = backend.role_addrs  # asked each time: in controller mode the master changes
+        self.group_addrs = getattr(backend, "group_addrs", None) or (lambda: [self.addrs()])
+        """Per broker group, its brokers (master first): each answers GET_CONSUME_STATS for its own queues."""
         self.fleet: Any = None
         self.tag = journal.new_id("p")
         self.lag: ConsumerLagCollector | None = None
@@ -173,7 +175,7 @@ class ConsumerStage:
         self._build_targets()
         waited = self._wait_listed()
         self.lag = ConsumerLagCollector(run_id, self.rd.layout.consumer_lag, [g.name for g in self.section.groups],
-                                        broker_stats_fetch(self.addrs))
+                                        broker_stats_fetch(self.group_addrs))
         self.lag.on_failure = lambda error: self._on_lost and self._on_lost(error, time.time_ns())
         self.lag.start()
         event = {"groups": {g.name: g.consumers for g in self.section.groups}, "workers": sorted(self.fleet.workers),
@@ -201,14 +203,16 @@ class ConsumerStage:
         committed (0 for the others); `queues_owned` is how many queues it lists."""
         t0 = time.monotonic()
         deadline = t0 + READY_TIMEOUT_S
-        fetch = broker_stats_fetch(lambda: [self.master_addr])
-        topic, queues = self.scenario.topic.name, self.scenario.topic.queues
+        fetch = broker_stats_fetch(lambda: [[addrs[0]] for addrs in self.group_addrs()])
+        topic = self.scenario.topic.name
+        queues = self.scenario.topic.queues * len(self.group_addrs())  # every broker group has the topic's queues
         listed: dict[str, int] = {}
         owned: dict[str, int] = {}
         while True:
             for g in self.section.groups:
-                listed[g.name] = consumer_count(self.master_addr, g.name)
-                owned[g.name] = len({r["queue_id"] for r in fetch(g.name) or [] if r["topic"] == topic})
+                listed[g.name] = min(consumer_count(addrs[0], g.name) for addrs in self.group_addrs())
+                owned[g.name] = len({(r["broker"], r["queue_id"]) for r in fetch(g.name) or []
+                                     if r["topic"] == topic})
             ready = all(listed[g.name] == g.consumers and owned[g.name] >= queues for g in self.section.groups)
             if ready:
                 return {"listed": listed, "queues_owned": owned, "ready_s": round(time.monotonic() - t0, 3)}
@@ -220,7 +224,7 @@ class ConsumerStage:
     def drain(self) -> dict[str, Any]:
         t0 = time.monotonic()
         deadline = t0 + self.section.drain
-        fetch = broker_stats_fetch(self.addrs)
+        fetch = broker_stats_fetch(self.group_addrs)
         lags: dict[str, int | None] = {}
         while True:
             lags = {g.name: lag_of(fetch(g.name)) for g in self.section.groups}

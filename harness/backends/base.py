@@ -117,6 +117,12 @@ class ClusterBackend:
         members = sorted(self.topology.members, key=lambda m: m.role != "master")
         return [self.broker_addrs[m.node] for m in members]
 
+    def group_addrs(self) -> list[list[str]]:
+        """Per broker group, its brokers' addresses, the master first: a consumer group's stats and consumers are
+        asked of each group's brokers (a broker answers for its own queues)."""
+        return [[self.broker_addrs[m.node] for m in sorted(g.members, key=lambda m: m.role != "master")]
+                for g in self.topology.groups]
+
     def masters(self) -> list[str]:
         """The node of each group's master (master_slave mode: fixed)."""
         return [m.node for m in self.topology.members if m.role == "master"]

@@ -1,9 +1,9 @@
 """The consumer lag collector: a thread that once a second asks GET_CONSUME_STATS for every consumer group (what
 `mqadmin consumerProgress` shows) and writes one CONSUMER_LAG_SCHEMA row per group per queue (the topic and the
-group's `%RETRY%<group>`) into `metrics/lag/` (architecture §5). The master is asked first; when it does not
-answer, the slave (a 4.9.1 slave answers GET_CONSUME_STATS from the offsets the master synced to it). A second in
-which neither answered writes no row for that group. `lag_of` gives the drain its per-group figure from the same
-call."""
+group's `%RETRY%<group>`) into `metrics/lag/` (architecture §5), of every broker group (its `broker`). The master is
+asked first; when it does not answer, the slave (a 4.9.1 slave answers GET_CONSUME_STATS from the offsets the master
+synced to it). A second in which neither answered writes no row for that group. `lag_of` gives the drain its per-
+group figure from the same call."""
 from __future__ import annotations
 
 import time
@@ -23,22 +23,36 @@ StatsFetch = Callable[[str], list[dict[str, Any]] | None]
 """`fetch(group)` -> lag rows without `run_id` (one per queue), or None when no broker answered (must not raise)."""
 
 
-def broker_stats_fetch(addrs: Sequence[str] | Callable[[], Sequence[str]],
+def broker_stats_fetch(addrs: Sequence[str] | Callable[[], Sequence[str] | Sequence[Sequence[str]]],
                        timeout_ms: float = STATS_TIMEOUT_MS) -> StatsFetch:
     """GET_CONSUME_STATS to each of `addrs` in order (master, then slave) until one answers; `addrs` may be a
-    function asked at each fetch (controller mode: the master is whoever holds the role then)."""
+    function asked at each fetch (controller mode: the master is whoever holds the role then). With several broker
+    groups `addrs` gives one such list per group (a broker answers for its own queues, as `mqadmin consumerProgress`
+    asks every broker of the route): the rows of every group, or None when one group had no broker answer (a lag
+    without its queues would look smaller than it is)."""
     from harness import brokerclient
+    from remoting.consume_stats import get_consume_stats
 
-    def fetch(group: str) -> list[dict[str, Any]] | None:
-        for addr in (addrs() if callable(addrs) else addrs):
+    def one(group: str, candidates: Sequence[str], now: int) -> list[dict[str, Any]] | None:
+        for addr in candidates:
             try:
-                from remoting.consume_stats import get_consume_stats
-
                 stats = get_consume_stats(brokerclient.admin().client, addr, group, None, timeout_ms)
             except Exception:  # noqa: BLE001 - a broker that does not answer: the next one, else no row
                 continue
-            return stats_rows(group, stats, time.time_ns())
+            return stats_rows(group, stats, now)
         return None
+
+    def fetch(group: str) -> list[dict[str, Any]] | None:
+        given = list(addrs() if callable(addrs) else addrs)
+        lists = given if given and not isinstance(given[0], str) else [given]
+        rows: list[dict[str, Any]] = []
+        now = time.time_ns()
+        for candidates in lists:
+            got = one(group, candidates, now)
+            if got is None:
+                return None
+            rows += got
+        return rows
 
     return fetch
 

@@ -26,7 +26,6 @@ PLACEHOLDER_NAMESRV = "127.0.0.1:9876"
 def check_scenario(scenario: Scenario, marks: Marks) -> None:
     """Raise `SourceError` for the first thing in `scenario` the system cannot do."""
     _check_faults(scenario, marks)
-    _check_consumers(scenario, marks)
     _check_clients(scenario, marks)
     _check_load(scenario, marks)
     _check_search(scenario, marks)
@@ -80,12 +79,6 @@ def several_groups(scenario: Scenario) -> bool:
     from harness.topology import group_names
 
     return len(group_names(scenario.cluster)) > 1
-
-
-def _check_consumers(scenario: Scenario, marks: Marks) -> None:
-    if scenario.consumers.groups and several_groups(scenario):
-        raise marks.error(("consumers",), "consumer groups are measured with one broker group so far (their lag is "
-                                          "asked of one master); allowed: cluster.groups 1, or no consumers")
 
 
 def _check_clients(scenario: Scenario, marks: Marks) -> None:

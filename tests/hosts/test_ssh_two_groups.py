@@ -1,12 +1,14 @@
-"""Two broker groups across hosts (issue 42): `scenarios/group-master-killed.yaml` (phases shortened as the local
-backend's test shortens them) through `--backend ssh` with an inventory that lists two hosts in `master` and the same
-two crosswise in `slave`, the usual two-group cross deployment: broker-a's master and broker-b's slave on n2,
-broker-b's master and broker-a's slave on n3. The placement follows the inventory's groups, the kill lands on the
-node `broker-a/master` names on its host, every expectation holds (the retries move to broker-b), every member of
-both groups is read back, the load host's rows come home and nothing is left on any host.
+"""Two broker groups across hosts (issue 42): `scenarios/group-master-killed-consumers.yaml` (phases shortened)
+through `--backend ssh` with an inventory that lists two hosts in `master` and the same two crosswise in `slave`, the
+usual two-group cross deployment: broker-a's master and broker-b's slave on n2, broker-b's master and broker-a's
+slave on n3. The placement follows the inventory's groups, the kill lands on the node `broker-a/master` names on its
+host, every expectation holds: the producer's retries move to broker-b; the consumer group rebalances over both
+groups' queues, pulls broker-a's backlog from its slave while the master is down, its lag is asked of each group
+and it delivers everything. Every member of both groups is read back, the load host's rows come home and nothing is
+left on any host.
 
-It replaces the local backend's run of the same file in the default run (tests/harness/
-test_two_groups_scenarios.py: RMQ_CHAOS_FULL_TESTS=1) for the suite's 20 minutes: the same scenario, more parts."""
+It stands in for the local backend's run of group-master-killed.yaml in the default run (tests/harness/
+test_two_groups_scenarios.py: RMQ_CHAOS_FULL_TESTS=1) for the suite's 20 minutes: the same story, more parts."""
 from __future__ import annotations
 
 import json
@@ -16,9 +18,14 @@ import pytest
 from conftest import inventory_text
 from runsupport import events, rows, shortened
 from test_ssh_seed import run_on_hosts
-from test_two_groups_scenarios import KILLED, KILLED_SHORTER
 
 pytestmark = [pytest.mark.root, pytest.mark.spark]
+REPO = Path(__file__).resolve().parents[2]
+SCENARIO = REPO / "scenarios" / "group-master-killed-consumers.yaml"
+SHORTER = (("  - name: steady\n    duration: 15s", "  - name: steady\n    duration: 12s"),
+           ("duration: 45s", "duration: 30s"), ("restart_after_s: 40", "restart_after_s: 25"),
+           ("before_s: 38", "before_s: 23"), ("  - name: recovered\n    duration: 20s",
+                                              "  - name: recovered\n    duration: 8s"))
 CROSSWISE = {"namesrv": ("n1",), "master": ("n2", "n3"), "slave": ("n3", "n2"), "load": ("n4",)}
 
 
@@ -26,7 +33,7 @@ CROSSWISE = {"namesrv": ("n1",), "master": ("n2", "n3"), "slave": ("n3", "n2"), 
 def test_group_master_killed_holds_across_hosts(cluster, tmp_path: Path) -> None:
     inventory = tmp_path / "inventory.yaml"
     inventory.write_text(inventory_text(cluster.hosts, cluster.base, groups=CROSSWISE), encoding="utf-8")
-    code, run_dir, err = run_on_hosts(cluster, shortened(KILLED, tmp_path, KILLED_SHORTER), tmp_path, inventory)
+    code, run_dir, err = run_on_hosts(cluster, shortened(SCENARIO, tmp_path, SHORTER), tmp_path, inventory)
     verdict = json.loads((run_dir / "report" / "verdict.json").read_text())
     bad = [(r["name"], r["status"], r["measured"]) for r in verdict["expectations"] if r["status"] != "held"]
     assert code == 0 and not bad, (bad, err[-3000:])
@@ -46,3 +53,6 @@ def test_group_master_killed_holds_across_hosts(cluster, tmp_path: Path) -> None
     down = [r for r in sent if r["phase"] == "a-master-down"]
     assert any(r["attempts"] == 2 and r["broker"] == "broker-b" for r in down)
     assert verdict["loss"]["lost"] == 0
+    consumed = rows(run_dir / "consumes")
+    assert {(r["broker"], r["broker_id"]) for r in consumed} == {("broker-a", 0), ("broker-a", 1), ("broker-b", 0)}
+    assert {r["broker"] for r in rows(run_dir / "metrics" / "lag")} == {"broker-a", "broker-b"}
