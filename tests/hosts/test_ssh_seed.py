@@ -70,8 +70,10 @@ def test_the_seed_pair_holds_on_hosts(cluster, scenario: str, tmp_path: Path) ->
     seed_checks.the_incident(scenario, run_dir)
 
 
-@pytest.mark.long
-def test_master_killed_consumers_holds_on_hosts(cluster, tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", [pytest.param("ssh", marks=full_only(
+    "~3.5 min (the default run takes consumers, a killed master and hosts together in "
+    "tests/hosts/test_ssh_two_groups.py)"))])
+def test_master_killed_consumers_holds_on_hosts(cluster, tmp_path: Path, backend: str) -> None:
     """... and `rmq-chaos diagnose` names the logs gathered from the hosts `master-lost`."""
     code, run_dir, err = run_on_hosts(cluster, "master-killed-consumers.yaml", tmp_path)
     assert code == 0, err[-3000:]
