@@ -56,11 +56,15 @@ def node_create(agent: Any, msg: dict[str, Any]) -> dict[str, Any]:
     return hosted.describe()
 
 
+def _known(table: dict[str, Any], key: Any, what: str) -> Any:
+    """`table[key]`, or a KeyError naming the `what` and the allowed keys."""
+    if key not in table:
+        raise KeyError(f"no {what} {key!r} on this host; allowed: {', '.join(table) or 'none'}")
+    return table[key]
+
+
 def _node(agent: Any, msg: dict[str, Any]) -> Any:
-    name = msg.get("node")
-    if name not in agent.nodes:
-        raise KeyError(f"no node {name!r} on this host; allowed: {', '.join(agent.nodes) or 'none'}")
-    return agent.nodes[name]
+    return _known(agent.nodes, msg.get("node"), "node")
 
 
 def node_start(agent: Any, msg: dict[str, Any]) -> dict[str, Any]:
@@ -155,10 +159,7 @@ def fault_apply(agent: Any, msg: dict[str, Any]) -> dict[str, Any]:
 
 
 def _fault(agent: Any, msg: dict[str, Any]) -> Any:
-    fault_id = msg.get("fault_id")
-    if fault_id not in agent.faults:
-        raise KeyError(f"no fault {fault_id!r} applied on this host")
-    return agent.faults[fault_id]
+    return _known(agent.faults, msg.get("fault_id"), "fault applied")
 
 
 def fault_verify(agent: Any, msg: dict[str, Any]) -> dict[str, Any]:
