@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -49,6 +50,21 @@ def _json(url: str):
         return json.load(r)
 
 
+BOUND_RE = re.compile(r"Bound (?:Master|Worker)WebUI to \S+ and started at https?://[^:/\s]+:(\d+)")
+"""A daemon's log line naming the port its web UI took: the one asked for, or a later one when another process took
+that in the moment between `free_port` and the bind (Spark then tries the next ports; in CI another test's Spark UI
+once sat on the port asked for, answering /json/ with its HTML)."""
+
+
+def bound_ui_port(log: Path) -> int | None:
+    """The web UI port a Spark daemon's log says it bound, None before that line."""
+    try:
+        m = BOUND_RE.search(log.read_text(errors="replace"))
+    except OSError:
+        return None
+    return int(m.group(1)) if m else None
+
+
 @dataclass
 class TwoWorkers:
     """A standalone master and two workers, each daemon in its own process group (ended by its pid)."""
@@ -80,8 +96,12 @@ class TwoWorkers:
         if any(p.poll() is not None for p in self.procs):
             logs = {p.name: p.read_text(errors="replace")[-1500:] for p in self.root.glob("*.log")}
             raise AssertionError(f"a Spark daemon exited: {logs}")
+        port = bound_ui_port(self.root / "master.log")
+        if port is None:
+            return []
+        self.ui_port = port
         try:
-            state = _json(f"http://127.0.0.1:{self.ui_port}/json/")
+            state = _json(f"http://127.0.0.1:{port}/json/")
         except OSError:
             return []
         return [w for w in state["workers"] if w["state"] == "ALIVE"]
@@ -187,7 +207,8 @@ def test_report_on_two_workers_is_local_mode_byte_for_byte(cluster, run_dir, spa
                 executor = e["Task Info"]["Executor ID"]
                 tasks[executor] = tasks.get(executor, 0) + 1
 
-        for n, ui in enumerate(cluster.worker_ui_ports):  # each worker: an executor of the app that ran tasks
+        for n, asked in enumerate(cluster.worker_ui_ports):  # each worker: an executor of the app that ran tasks
+            ui = bound_ui_port(cluster.root / f"worker-{n}.log") or asked
             state = _json(f"http://127.0.0.1:{ui}/json/")
             mine = [str(x["id"]) for x in state["executors"] + state["finishedexecutors"] if x["appid"] == app_id]
             assert mine, f"worker {n} ran no executor of {app_id}: {state}"
