@@ -18,14 +18,18 @@ from harness.scenario import load_scenarios
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "harness"))  # runsupport: running rmq-chaos, proving nothing is left
-from runsupport import assert_nothing_left, end_run, rmq_chaos  # noqa: E402
+from runsupport import assert_nothing_left, end_run, full_only, rmq_chaos  # noqa: E402
 
 pytestmark = pytest.mark.long
+FLAKY = ("~2.5 min, and the space is not certain to fail: on 2026-11-28 two runs of this test in a row found no loss in "
+         "their two schedules (the 5.1.4 loss needs acknowledged sends past the confirm offset at the kill); in the "
+         "default run again once a space that always fails replaces it")
 SPACE = REPO / "scenarios" / "explore" / "quick-5.1.4.yaml"
 INVARIANT = "inv-nothing-acked-lost"
 
 
-def test_explore_finds_the_loss_and_shrinks_it_to_a_minimal_scenario(tmp_path: Path) -> None:
+@pytest.mark.parametrize("program", [pytest.param("emulator", marks=full_only(FLAKY))])
+def test_explore_finds_the_loss_and_shrinks_it_to_a_minimal_scenario(tmp_path: Path, program: str) -> None:
     state, out = tmp_path / "state", tmp_path / "explore"
     proc = rmq_chaos(["explore", str(SPACE), "--out", str(out), "--program", "emulator"], state)
     try:
