@@ -23,9 +23,10 @@ pytestmark = [pytest.mark.root, pytest.mark.spark]
 REPO = Path(__file__).resolve().parents[2]
 SCENARIO = REPO / "scenarios" / "group-master-killed-consumers.yaml"
 SHORTER = (("  - name: steady\n    duration: 15s", "  - name: steady\n    duration: 12s"),
-           ("duration: 45s", "duration: 30s"), ("restart_after_s: 40", "restart_after_s: 25"),
-           ("before_s: 38", "before_s: 23"), ("  - name: recovered\n    duration: 20s",
-                                              "  - name: recovered\n    duration: 8s"))
+           ("  - name: recovered\n    duration: 20s", "  - name: recovered\n    duration: 8s"))
+"""The outage keeps its 40 s: the consumer turns to broker-a's slave only once its route poll (every 30 s) shows
+broker-a without a master; a CI run with the outage shortened to 25 s ended it before that poll came (0 deliveries
+from the slave)."""
 CROSSWISE = {"namesrv": ("n1",), "master": ("n2", "n3"), "slave": ("n3", "n2"), "load": ("n4",)}
 
 
