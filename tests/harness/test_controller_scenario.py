@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from runsupport import diagnosed, events, valid_run
+from runsupport import diagnosed, events, full_only, valid_run
 
 REPO = Path(__file__).resolve().parents[2]
 SCENARIO = REPO / "scenarios" / "master-killed-controller.yaml"
@@ -18,8 +18,9 @@ SHORTER = (("duration: 10s\n  - name: failover", "duration: 5s\n  - name: failov
            ("  - name: after\n    duration: 10s", "  - name: after\n    duration: 5s"))
 
 
-@pytest.mark.long
-def test_master_killed_controller_is_valid_on_the_emulator(tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", [pytest.param("local", marks=full_only(
+    "~75 s (the default run kills a controller-mode master across hosts: tests/hosts/test_ssh_controller.py)"))])
+def test_master_killed_controller_is_valid_on_the_emulator(tmp_path: Path, backend: str) -> None:
     text = SCENARIO.read_text(encoding="utf-8")
     for old, new in SHORTER:
         assert old in text, old
