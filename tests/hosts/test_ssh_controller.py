@@ -7,28 +7,19 @@ the controller elects broker-a-1 on n3, broker-b never changes, every expectatio
 and nothing is left on any host."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
-from conftest import inventory_text
 from runsupport import events, shortened
 from test_controller_two_sets_scenario import SCENARIO, SHORTER
-from test_ssh_seed import run_on_hosts
-from test_ssh_two_groups import CROSSWISE
+from test_ssh_two_groups import valid_crosswise_run
 
 pytestmark = [pytest.mark.root, pytest.mark.spark]
 
 
 @pytest.mark.long
 def test_a_master_killed_in_one_of_two_sets_across_hosts(cluster, tmp_path: Path) -> None:
-    inventory = tmp_path / "inventory.yaml"
-    inventory.write_text(inventory_text(cluster.hosts, cluster.base, groups=CROSSWISE), encoding="utf-8")
-    code, run_dir, err = run_on_hosts(cluster, shortened(SCENARIO, tmp_path, SHORTER), tmp_path, inventory)
-    verdict = json.loads((run_dir / "report" / "verdict.json").read_text())
-    bad = [(r["name"], r["status"], r["measured"]) for r in verdict["expectations"] if r["status"] != "held"]
-    assert code == 0 and not bad, (bad, err[-3000:])
-    info = json.loads((run_dir / "cluster.json").read_text())
+    run_dir, verdict, info = valid_crosswise_run(cluster, shortened(SCENARIO, tmp_path, SHORTER), tmp_path)
     assert {n["name"]: n["host"] for n in info["nodes"]} == {
         "namesrv": "n1", "broker-a-0": "n2", "broker-a-1": "n3", "broker-b-0": "n3", "broker-b-1": "n2"}
     n1, n2 = cluster.hosts.addr("n1"), cluster.hosts.addr("n2")

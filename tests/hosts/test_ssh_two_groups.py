@@ -30,15 +30,21 @@ from the slave)."""
 CROSSWISE = {"namesrv": ("n1",), "master": ("n2", "n3"), "slave": ("n3", "n2"), "load": ("n4",)}
 
 
-@pytest.mark.long
-def test_group_master_killed_holds_across_hosts(cluster, tmp_path: Path) -> None:
+def valid_crosswise_run(cluster, scenario: Path, tmp_path: Path) -> tuple[Path, dict, dict]:
+    """`scenario` run on the hosts with the CROSSWISE inventory, exit 0 with every expectation held (then nothing
+    left on any host: `run_on_hosts`); (run dir, verdict.json, cluster.json)."""
     inventory = tmp_path / "inventory.yaml"
     inventory.write_text(inventory_text(cluster.hosts, cluster.base, groups=CROSSWISE), encoding="utf-8")
-    code, run_dir, err = run_on_hosts(cluster, shortened(SCENARIO, tmp_path, SHORTER), tmp_path, inventory)
+    code, run_dir, err = run_on_hosts(cluster, scenario, tmp_path, inventory)
     verdict = json.loads((run_dir / "report" / "verdict.json").read_text())
     bad = [(r["name"], r["status"], r["measured"]) for r in verdict["expectations"] if r["status"] != "held"]
     assert code == 0 and not bad, (bad, err[-3000:])
-    info = json.loads((run_dir / "cluster.json").read_text())
+    return run_dir, verdict, json.loads((run_dir / "cluster.json").read_text())
+
+
+@pytest.mark.long
+def test_group_master_killed_holds_across_hosts(cluster, tmp_path: Path) -> None:
+    run_dir, verdict, info = valid_crosswise_run(cluster, shortened(SCENARIO, tmp_path, SHORTER), tmp_path)
     assert {n["name"]: (n["host"], n["group"]) for n in info["nodes"]} == {
         "namesrv": ("n1", None), "broker-a-master": ("n2", "broker-a"), "broker-a-slave": ("n3", "broker-a"),
         "broker-b-master": ("n3", "broker-b"), "broker-b-slave": ("n2", "broker-b")}
