@@ -106,6 +106,12 @@ class Topology:
     def group(self, name: str) -> Group:
         return next(g for g in self.groups if g.name == name)
 
+    def master_of(self, node: str) -> str | None:
+        """The first member of a broker's group (its master in master_slave mode, the broker started first in
+        controller mode); None for a node that is no broker."""
+        member = next((m for m in self.members if m.node == node), None)
+        return self.group(member.group).members[0].node if member else None
+
     def targets(self) -> list[str]:
         """Every target a fault may name (roles resolved when applied in controller mode)."""
         out = [self.namesrv, *self.controllers]

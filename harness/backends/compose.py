@@ -117,7 +117,7 @@ class ComposeBackend(ClusterBackend):
         ct = self.containers[name]
         addr = self.layout.addr(name)
         member = self.topology.member(name) if name in self.broker_nodes else None
-        master = self.topology.group(member.group).members[0].node if member else None
+        master = self.topology.master_of(name)
         node = ContainerNode(name=name, role=member.role if member else name, run_id=self.run_id, container=ct.id,
                              pidfile=str(self.work / name / "pid"), addr=addr,
                              namesrv_addr=self.namesrv_addr if member else None,

@@ -52,7 +52,7 @@ class LocalBackend(ClusterBackend):
             layout = BrokerLayout(m.node, listen, ha, Path(self.stores[m.node].mount), self.namesrv_addr,
                                   ha_master if m.role == "slave" else None, group=m.group, role=m.role)
             self.broker_addrs[m.node] = layout.addr
-            master = self.topology.group(m.group).members[0].node
+            master = self.topology.master_of(m.node)
             specs.append(self._spec(m.node, broker_properties(c, layout), layout.addr, broker_id=layout.broker_id,
                                     role=m.role, master_addr=self.broker_addrs.get(master)))
         for spec in specs:

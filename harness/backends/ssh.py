@@ -195,8 +195,7 @@ class SshBackend(ClusterBackend):
     def _spec(self, name: str, props: dict[str, Any], addr: str, broker_id: int | None = None,
               store_size: int | None = None, role: str | None = None) -> NodeSpec:
         c = self.scenario.cluster
-        master = self.topology.group(self.topology.member(name).group).members[0].node \
-            if name in self.broker_nodes else None
+        master = self.topology.master_of(name)
         return NodeSpec(name=name, role=role or name, run_id=self.run_id, node_dir=self._node_dir(name), addr=addr,
                         props=props, version=c.version, heap=c.heap, store_size=store_size, broker_id=broker_id,
                         namesrv_addr=self.namesrv_addr, master_addr=self.broker_addrs.get(master or ""))
