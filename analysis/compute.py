@@ -27,6 +27,7 @@ from analysis.fault_timing import FaultSpec
 from analysis.frames import Frames, enrich_requests, load_frames
 from analysis.loss import LossCheck, loss_checks, plan_key_flags
 from analysis.measures import Measurement, measure
+from analysis.nodes_back import measure_nodes_back
 from analysis.per_group import group_per_second, group_tables, multi_group_runs, per_group
 from analysis.per_phase import empty_counts, per_phase
 from analysis.rundir import RunDir
@@ -175,6 +176,7 @@ def _compute_sends(spark: SparkSession, runs: Sequence[RunDir], frames: Frames, 
         step("per broker group: outcomes, latency, rate (begun beside)")
     group_tabs = groups.result() if groups is not None else None
     failovers = {run.run_id: failover_of(run, enriched, measured) for run in runs}
+    not_back = {run.run_id: measure_nodes_back(run, measured) for run in runs}
     searches = searches_of(runs, frames.requests, consume, measured, step)
     results = []
     for run in runs:
@@ -215,6 +217,8 @@ def _compute_sends(spark: SparkSession, runs: Sequence[RunDir], frames: Frames, 
             verdict.extra["consumers"] = shown.to_json()
         if failovers[rid] is not None:
             verdict.extra["failover"] = failovers[rid]
+        if not_back[rid]:
+            verdict.extra["nodes_not_back"] = not_back[rid]
         if searches[rid] is not None:
             verdict.extra["search"] = searches[rid]
     return results

@@ -42,10 +42,13 @@ GROUP_METRICS = ("group_share", "group_leave_s")
 """Broker groups (filter `broker`, a group name): `group_share`, the share of the window's sends that ended on the
 group (analysis.measures); `group_leave_s`, the seconds from a fault's verify until the group's share of the sends
 per second stays at or below `below` for the rest of the fault's window (analysis.group_leave)."""
+NODE_METRICS = ("nodes_not_back",)
+"""`nodes_not_back`: the nodes a fault's revert started again that exited while starting or were not serving within
+the revert's bound (events.jsonl: a revert `failed` with `node_not_back`; analysis.nodes_back)."""
 CONSUMER_METRICS = CONSUME_COUNT_METRICS + CONSUME_LATENCY_METRICS + CONSUMER_LOSS_METRICS + LAG_METRICS
 """Measured over `consumes/` and `metrics/lag/` (analysis.consume_measures); unknown in a run without them."""
 METRICS: tuple[str, ...] = (COUNT_METRICS + LATENCY_METRICS + FAULT_METRICS + LOSS_METRICS + CONSUMER_METRICS
-                            + PAGECACHE_METRICS + FAILOVER_METRICS + SEARCH_METRICS + GROUP_METRICS)
+                            + PAGECACHE_METRICS + FAILOVER_METRICS + SEARCH_METRICS + GROUP_METRICS + NODE_METRICS)
 SEND_BASES = ("intended", "actual")
 CONSUME_BASES = ("born", "stored")
 """End-to-end latency of a delivery: delivered_ns minus the message's born time (producer) or store time (broker)."""
@@ -81,6 +84,7 @@ ALLOWED_FILTERS: dict[str, tuple[str, ...]] = {
     "sustainable_rate": ("phase",),
     "group_share": ("phase", "client", "broker", "after_s", "before_s", "transitions"),
     "group_leave_s": ("fault", "client", "broker"),
+    "nodes_not_back": (),
 }
 FILTER_KEYS = ROW_FILTERS + ("fault", "group", "node")
 WORD_KEYS: dict[str, tuple[str, ...]] = {"metric": METRICS, "basis": BASES, "outcome": OUTCOMES,
@@ -101,6 +105,7 @@ Metric = Literal[
     "failover_election_s", "failover_route_s", "failover_first_ok_s", "failover_unavailable_s",
     "sustainable_rate",
     "group_share", "group_leave_s",
+    "nodes_not_back",
 ]
 
 

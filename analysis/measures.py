@@ -39,6 +39,7 @@ from analysis.expectations import (
     LATENCY_METRICS,
     LATENCY_QUANTILE,
     LOSS_METRICS,
+    NODE_METRICS,
     PAGECACHE_METRICS,
     SEARCH_METRICS,
     Expectation,
@@ -250,8 +251,8 @@ def measure(enriched: DataFrame, kf: KeyFlags | None, runs: Sequence[RunDir], t0
     for r_i, run in enumerate(runs):
         for i, e in enumerate(run.expectations):
             key = (run.run_id, i)
-            if e.metric in CONSUMER_METRICS + PAGECACHE_METRICS + FAILOVER_METRICS + SEARCH_METRICS:
-                continue  # analysis.consume_measures, analysis.failover, analysis.search
+            if e.metric in CONSUMER_METRICS + PAGECACHE_METRICS + FAILOVER_METRICS + SEARCH_METRICS + NODE_METRICS:
+                continue  # analysis.consume_measures, analysis.failover, analysis.search, analysis.nodes_back
             if e.metric == "group_leave_s":
                 leaves.append((key, leave_window(f"r{r_i}x{i}", e, run)))
                 continue

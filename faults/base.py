@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from faults import guard
-from faults.errors import FaultError, FaultNotEffective, FaultRefused, UndoError
+from faults.errors import FaultError, FaultNotEffective, FaultRefused, UndoError, not_back
 from faults.events import Emit, discard, fault_event
 from faults.journal import Entry, Journal
 from faults.system.tools import require_root
@@ -181,7 +181,8 @@ class Fault(ABC):
                 self.reverted = True
         except Exception as e:
             rollback = self._rollback()
-            self._event("apply", "failed", params=params, error=str(e), evidence=rollback)
+            self._event("apply", "failed", params=params, error=str(e), evidence=rollback,
+                        node_not_back=True if not_back(e) else None)  # a `restart` that did not come back
             raise
         self._event("apply", "ok", params=params, evidence=evidence)
         return evidence
@@ -231,7 +232,8 @@ class Fault(ABC):
             self.reverted = True
             evidence = {"undo": results, **self.measure_gone()}
         except Exception as e:
-            self._event("revert", "failed", error=str(e))
+            # `node_not_back`: the node the revert starts again did not come back (analysis: nodes_not_back)
+            self._event("revert", "failed", error=str(e), node_not_back=True if not_back(e) else None)
             raise
         self._event("revert", "ok", evidence=evidence)
         return evidence

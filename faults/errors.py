@@ -26,6 +26,21 @@ class FaultNotEffective(FaultError):
         self.evidence = evidence or {}
 
 
+class NodeNotBack(FaultError):
+    """A node a revert or a timed restart starts again exited while starting, or was not ready within its bound:
+    the cluster's failure, measured (`nodes_not_back`), not the harness's."""
+
+
+def not_back(err: BaseException | None) -> bool:
+    """`err`, or an error it was raised from (an undo op's failure is wrapped in `UndoError`), is a `NodeNotBack`."""
+    seen = 0
+    while err is not None and seen < 8:
+        if isinstance(err, NodeNotBack):
+            return True
+        err, seen = err.__cause__ or err.__context__, seen + 1
+    return False
+
+
 class JournalError(FaultError):
     """The journal cannot be written (a full disk, a read-only or unwritable state directory): nothing it would
     have announced is done."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from faults.docker import engine
-from faults.errors import FaultError
+from faults.errors import FaultError, NodeNotBack
 from faults.journal import Journal
 from faults.system.procs import ProcId
 from faults.target import PidFile
@@ -26,7 +26,7 @@ STOP_TIMEOUT_S = 15
 LOG_TAIL = 5
 
 
-class ContainerNotReady(FaultError):
+class ContainerNotReady(NodeNotBack):
     pass
 
 

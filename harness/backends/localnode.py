@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from faults.errors import FaultError
+from faults.errors import NodeNotBack
 from faults.journal import Journal
 from harness.backends.broker_checks import BrokerChecks
 from harness.resources.node_process import ProcessNode
@@ -20,7 +20,7 @@ FACTORY = "harness.backends.localnode:BrokerNode.from_json"
 STOP_TIMEOUT_S = 15.0
 
 
-class NodeNotReady(FaultError):
+class NodeNotReady(NodeNotBack):
     pass
 
 

@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from faults.errors import FaultError, FaultNotEffective
+from faults.errors import FaultError, FaultNotEffective, NodeNotBack
 from harness.backends.broker_checks import BrokerChecks
 from harness.hosts.agent_client import AgentError
 
@@ -19,7 +19,7 @@ NOT_EFFECTIVE = "FaultNotEffective: "
 """How the agent prefixes an error of that class in its answer (harness/agent/server.py)."""
 
 
-class RemoteNodeNotReady(FaultError):
+class RemoteNodeNotReady(NodeNotBack):
     pass
 
 

@@ -85,4 +85,11 @@ def _hosts(args: argparse.Namespace, console) -> int:
             line = (f"host {r['host']}: {len(rep.get('reverted', []))} reverted, {len(rep.get('failed', []))} failed, "
                     f"{r['agents_ended']} agent(s) ended" + ("" if r["ok"] else " (not clean)"))
         console.print(line, markup=False, highlight=False, soft_wrap=True)
+        for item in (r.get("report") or {}).get("failed", []):  # each failure in one line: what could not be undone
+            console.print(f"host {r['host']}: could not undo {item['kind']} {item['id']} (run {item['run_id'] or '-'}, "
+                          f"node {item['target'] or '-'}): {item['error']}", markup=False, highlight=False,
+                          soft_wrap=True)
+        for left in (r.get("report") or {}).get("left", []):
+            console.print(f"host {r['host']}: still on the machine: {left}", markup=False, highlight=False,
+                          soft_wrap=True)
     return 0 if all(r["ok"] for r in results) else 1

@@ -6,11 +6,14 @@ allow, and the explore file's own `expect:`.
   `invariants.lost: false`, e.g. for unclean elections).
 - `inv-producers-back`: in the `after` phase, from `producers_back_s` after the last revert on, the share of
   SEND_OK is at least `producers_share`: the producers recovered, and the nodes faulted serve again.
+- `inv-nodes-back`: `{metric: nodes_not_back, max: 0}`: every node a revert (or a timed or one-shot restart)
+  started again came back (a 5.3.0 slave whose epoch checkpoint is empty after `readonly_fs` does not); such a run
+  ends with a revert error, yet this failure is the cluster's, so it counts even though the run did not complete.
 - with consumer groups, per group: `inv-<group>-delivers-all` (`consumer_lost` 0: every acknowledged send
   delivered) and `inv-<group>-in-order` (`consumer_reordered` 0: nothing reordered within a queue).
 
-Not expressible with today's metrics, so not checked: a node up "within a bound" apart from the producers'
-recovery (a node faulted that no producer needs, e.g. a controller follower, is only seen by the read-back).
+A node that came back but serves no producer (a controller follower) is judged by its start alone (up and, for a
+broker, registered), not by traffic.
 
 A run's verdict for explore (Jepsen's priority): `fail` when an expectation failed, else `unknown` when one could
 not be measured or the run did not complete (discarded, never a pass or a failure), else `pass`."""
@@ -32,6 +35,8 @@ def expectations(space: Space, consumer_groups: list[str]) -> list[dict[str, Any
     out: list[dict[str, Any]] = []
     if inv.lost:
         out.append({"name": "inv-nothing-acked-lost", "metric": "lost", "max": 0})
+    if inv.nodes_back:
+        out.append({"name": "inv-nodes-back", "metric": "nodes_not_back", "max": 0})
     if inv.producers_back_s is not None:
         out.append({"name": "inv-producers-back", "phase": AFTER_PHASE, "after_s": inv.producers_back_s,
                     "outcome": "SEND_OK", "metric": "share", "min": inv.producers_share})
@@ -53,9 +58,18 @@ class Judgement:
     """for `unknown`: the run's status and error, or the expectations not measured; for `fail`: the lines"""
 
 
+CLUSTER_FAILURE_METRICS = ("nodes_not_back",)
+"""Failed, these are the cluster's failure even in a run that did not complete (its revert failed on them)."""
+
+
 def judge(status: str, error: str | None, verdict: Mapping[str, Any] | None) -> Judgement:
     """Explore's verdict of one run from its status and its verdict.json (None: the analysis wrote none)."""
     if status != "completed":
+        items = (verdict or {}).get("expectations") or []
+        lost = [e for e in items if e.get("status") == "failed" and e.get("metric") in CLUSTER_FAILURE_METRICS]
+        if lost:  # a node that did not come back ended the run: the cluster's failure, not the harness's
+            return Judgement(FAIL, tuple(e["name"] for e in lost),
+                             why="; ".join(f"{e['name']}: {e.get('note') or e.get('measured_text')}" for e in lost))
         return Judgement(UNKNOWN, why=f"run {status}" + (f": {error}" if error else ""))
     if verdict is None:
         return Judgement(UNKNOWN, why="the analysis wrote no verdict")

@@ -123,6 +123,7 @@ class Invariants(Strict):
     """Built in, on every run (as expectations of the generated scenario)."""
 
     lost: bool = Field(default=True, description="nothing acknowledged lost (false where loss is allowed)")
+    nodes_back: bool = Field(default=True, description="every node a revert or restart started again came back")
     producers_back_s: float | None = Field(default=15.0, gt=0, description="producers send OK again within this "
                                                                            "many seconds after the last revert")
     producers_share: float = Field(default=0.99, gt=0, le=1, description="SEND_OK share after that bound")

@@ -10,7 +10,7 @@ import socket
 import time
 from dataclasses import dataclass, field
 
-from faults.errors import FaultError
+from faults.errors import FaultError, NodeNotBack
 from faults.journal import Journal
 from faults.target import PidFile
 from harness.resources.processes import ManagedProcess, spawn
@@ -94,10 +94,10 @@ class ProcessNode:
             if alive and (self.ready_port is None or accepts(self.ready_port, self.ready_host)):
                 return
             if not alive and self.process is not None and self.process.popen.poll() is not None:
-                raise FaultError(f"node {self.name} exited with {self.process.popen.returncode} while starting "
+                raise NodeNotBack(f"node {self.name} exited with {self.process.popen.returncode} while starting "
                                  f"(log: {self.log_path})")
             if time.monotonic() >= deadline:
-                raise FaultError(f"node {self.name} not ready within {timeout_s:.0f} s (log: {self.log_path})")
+                raise NodeNotBack(f"node {self.name} not ready within {timeout_s:.0f} s (log: {self.log_path})")
             time.sleep(POLL_S)
 
     def wait_caught_up(self, timeout_s: float) -> None:

@@ -124,7 +124,8 @@ def test_cli_refuses_bad_input_with_one_line_and_writes_nothing(tmp_path):
                      f"consume_latency_p50_ms, consume_latency_p90_ms, consume_latency_p99_ms, "
                      f"consume_latency_p999_ms, consume_latency_max_ms, consumer_lost, consumer_duplicated, "
                      f"consumer_reordered, lag_max, lag_end, offset_stall_s, offset_rewind, pagecache_put_p99_ms, failover_election_s, failover_route_s, "
-                     f"failover_first_ok_s, failover_unavailable_s, sustainable_rate, group_share, group_leave_s"]
+                     f"failover_first_ok_s, failover_unavailable_s, sustainable_rate, group_share, group_leave_s, "
+                     f"nodes_not_back"]
     assert sorted(p.name for p in tmp_path.rglob("*")) == before  # no report/, no temp dir
 
 

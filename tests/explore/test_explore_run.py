@@ -1,10 +1,10 @@
-"""`rmq-chaos explore scenarios/explore/quick-5.1.4.yaml` as a user runs it, on the emulator: RocketMQ 5.1.4 in
-controller mode with three controllers, a space whose every schedule kills the controller leader and the master in
-one window (acknowledged sends lost: apache/rocketmq#7689, and with the master alone killed the slave's election
-loses what the master acknowledged alone, `inSyncReplicas=1`). The first run fails the `inv-nothing-acked-lost`
-invariant; shrinking (three runs allowed) keeps a schedule that still loses; `minimal.yaml` is a plain scenario file
-with that invariant as its only expectation; the page lists every run; nothing of any run is left on the machine.
-About 2.5 minutes (four runs of about 37 s each, with their analyses; measured 2m29s)."""
+"""`rmq-chaos explore scenarios/explore/pair-4.9.1.yaml` as a user runs it, on the emulator: a 4.9.1 SYNC_MASTER
+pair and the file's own invariant "no send error reaches the application", which every schedule of that space
+breaks (a slave killed: SLAVE_NOT_AVAILABLE at once; a node frozen for 5 s or more: timeouts). The first run fails;
+shrinking (three runs allowed) drops one of its two faults and keeps the failure; `minimal.yaml` is a plain scenario
+file with that invariant as its only expectation; the page lists every run; nothing of any run is left on the
+machine. The space that finds a real loss (5.1.4's #7689, scenarios/explore/quick-5.1.4.yaml) is not certain to
+lose in two runs, so it is not what this test counts on (docs/explore.md)."""
 from __future__ import annotations
 
 import json
@@ -18,18 +18,14 @@ from harness.scenario import load_scenarios
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "harness"))  # runsupport: running rmq-chaos, proving nothing is left
-from runsupport import assert_nothing_left, end_run, full_only, rmq_chaos  # noqa: E402
+from runsupport import assert_nothing_left, end_run, rmq_chaos  # noqa: E402
 
 pytestmark = pytest.mark.long
-FLAKY = ("~2.5 min, and the space is not certain to fail: on 2026-11-28 two runs of this test in a row found no loss in "
-         "their two schedules (the 5.1.4 loss needs acknowledged sends past the confirm offset at the kill); in the "
-         "default run again once a space that always fails replaces it")
-SPACE = REPO / "scenarios" / "explore" / "quick-5.1.4.yaml"
-INVARIANT = "inv-nothing-acked-lost"
+SPACE = REPO / "scenarios" / "explore" / "pair-4.9.1.yaml"
+INVARIANT = "app-sees-no-send-error"
 
 
-@pytest.mark.parametrize("program", [pytest.param("emulator", marks=full_only(FLAKY))])
-def test_explore_finds_the_loss_and_shrinks_it_to_a_minimal_scenario(tmp_path: Path, program: str) -> None:
+def test_explore_finds_a_failure_and_shrinks_it_to_a_minimal_scenario(tmp_path: Path) -> None:
     state, out = tmp_path / "state", tmp_path / "explore"
     proc = rmq_chaos(["explore", str(SPACE), "--out", str(out), "--program", "emulator"], state)
     try:
@@ -47,12 +43,12 @@ def test_explore_finds_the_loss_and_shrinks_it_to_a_minimal_scenario(tmp_path: P
         accepted = [r for r in shrinking if r["verdict"] == "fail"]
         assert accepted, "no shrinking step kept the failure"
         smallest = Schedule.from_json(accepted[-1]["schedule"])
-        assert smallest.size() < Schedule.from_json(first["schedule"]).size() and smallest.fault_count <= 2
+        assert Schedule.from_json(first["schedule"]).fault_count == 2 and smallest.fault_count == 1
 
         (minimal,) = load_scenarios(root / "minimal.yaml")  # what `rmq-chaos run` takes
         assert [e.label() for e in minimal.expect] == [INVARIANT]
         assert len(minimal.faults) == smallest.fault_count
-        assert minimal.cluster.version == "5.1.4" and minimal.cluster.controllers == 3
+        assert minimal.cluster.version == "4.9.1" and minimal.cluster.mode == "master_slave"
         page = (root / "index.html").read_text()
         assert all(r["run_id"] in page for r in records) and "Shrinking" in page and "minimal.yaml" in page
         for r in records:

@@ -85,7 +85,7 @@ def test_a_drawn_schedule_is_a_scenario_the_schema_takes_with_the_invariants(exp
     assert [p.name for p in again.phases][:2] == ["warmup", "steady"] and again.phases[-1].name == "after"
     assert sum(len(p.faults) for p in again.phases) == s.fault_count
     names = [e.label() for e in again.expect]
-    assert names == ["inv-nothing-acked-lost", "inv-producers-back"]
+    assert names == ["inv-nothing-acked-lost", "inv-nodes-back", "inv-producers-back"]
     assert again.cluster.version == "5.1.4" and all(p.rate == s.rate for p in again.phases[1:])
 
 
@@ -170,6 +170,12 @@ def test_a_runs_verdict_for_explore():
     assert judge("completed", None, {"expectations": [held, {"name": "c", "status": "unknown"}]}).verdict == UNKNOWN
     assert judge("failed", "fault not verified", None).verdict == UNKNOWN
     assert judge("completed", None, None).verdict == UNKNOWN
+    # a run its revert ended (the node did not come back): the cluster's failure, yet no other failure counts
+    not_back = {"name": "inv-nodes-back", "metric": "nodes_not_back", "status": "failed", "note": "slave: exit 255"}
+    lost = {"name": "inv-nothing-acked-lost", "metric": "lost", "status": "failed"}
+    j = judge("failed", "revert faults: node slave exited", {"expectations": [lost, not_back]})
+    assert j.verdict == FAIL and j.failed == ("inv-nodes-back",) and "exit 255" in j.why
+    assert judge("failed", "revert faults: ...", {"expectations": [lost]}).verdict == UNKNOWN
 
 
 def test_the_example_files_load():

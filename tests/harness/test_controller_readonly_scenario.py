@@ -52,6 +52,7 @@ def test_the_outage_is_invisible_and_the_slave_cannot_restart(tmp_path: Path) ->
         assert "node broker-1 exited with 255 while starting" in ev[-1]["error"]
         reverts = [e for e in ev if e["event"] == "fault" and e["action"] == "revert" and e["status"] == "failed"]
         assert reverts and all(e["node"] == "broker-1" for e in reverts)
+        assert all(e.get("node_not_back") is True for e in reverts), reverts  # analysis: nodes_not_back
         settled = [e for e in ev if e["event"] == "cleanup"]
         assert [(e["entry"]["kind"], e["status"]) for e in settled] == [("fault:readonly_fs", "ok")], settled
         assert "java.lang.NumberFormatException: Cannot parse null string" in stdout
