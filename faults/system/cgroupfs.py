@@ -173,7 +173,10 @@ def remove(path: str) -> str:
         if time.monotonic() > deadline:
             raise ToolError(f"cgroup {path} still has members {pids} after SIGKILL")
         time.sleep(0.02)
-    for _ in range(100):
+    # EBUSY while the last members finish exiting (the kernel releases the group after them; on a busy machine
+    # that took more than 2 s): retried until the same bound as the members' end
+    deadline = time.monotonic() + REMOVE_TIMEOUT_S
+    while True:
         try:
             os.rmdir(path)
             break
@@ -182,9 +185,10 @@ def remove(path: str) -> str:
         except OSError as e:
             if e.errno != errno.EBUSY:
                 raise ToolError(f"rmdir {path}: {os.strerror(e.errno or errno.EIO)}") from e
+            if time.monotonic() > deadline:
+                raise ToolError(f"rmdir {path}: still busy after {REMOVE_TIMEOUT_S:g} s (members: "
+                                f"{members(path) or 'none'})") from e
             time.sleep(0.02)
-    else:
-        raise ToolError(f"rmdir {path}: still busy")
     _prune_parents(path)
     return f"removed (killed {killed})" if killed else "removed"
 

@@ -10,13 +10,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from runsupport import REPO, events, fault_event, valid_run
+from runsupport import REPO, events, fault_event, full_only, valid_run
 
 pytestmark = pytest.mark.long
 SCENARIO = REPO / "scenarios" / "unclean-election.yaml"
 
 
-@pytest.mark.parametrize("unclean", ["off", "on"])
+@pytest.mark.parametrize("unclean", [
+    pytest.param("off", marks=full_only("~2.5 min (the default run takes the half that elects and loses; the election "
+                                        "rule alone, off too: tests/emulator/test_emu_controller_unclean.py)")),
+    "on"])
 def test_unclean_election_trades_loss_for_availability(tmp_path: Path, unclean: str) -> None:
     with valid_run(SCENARIO, tmp_path, wait_s=900, only=f"unclean-election.unclean={unclean}") as (run_dir, verdict):
         evs = events(run_dir)
