@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the rmq-chaos test image `rmq-chaos/rocketmq-emulator:<version>` on this machine without any registry:
 #   1. a Debian bookworm tree from `debootstrap --variant=minbase --include=python3` (cached in $RMQ_IMAGE_CACHE);
-#   2. our `remoting` and `emulator` packages and the scripts `mqnamesrv`, `mqbroker`, `docker-entrypoint.sh` laid
+#   2. our `remoting` and `emulator` packages and the scripts `mqnamesrv`, `mqbroker`, `mqcontroller`,
+#      `docker-entrypoint.sh` laid
 #      out as in the official apache/rocketmq image: user `rocketmq` uid/gid 3000,
 #      ROCKETMQ_HOME=/home/rocketmq/rocketmq-<version>, WORKDIR $ROCKETMQ_HOME/bin, store /home/rocketmq/store,
 #      logs /home/rocketmq/logs/rocketmqlogs;

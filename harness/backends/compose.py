@@ -62,34 +62,52 @@ class ComposeBackend(ClusterBackend):
         self.containers: dict[str, Any] = {}
         self._cgroup_entry: str | None = None
 
+    START_ON_UP = True
+    """`up` starts the containers; False: `up` only creates them and `start_nodes` starts them in its own order."""
+
     def start_nodes(self, say: Callable[[str], None]) -> None:
+        self.layout = layout = self.make_layout(PortPicker())
+        self.namesrv_addr = layout.namesrv_addr
+        confs = layout.write(self.scenario.cluster)
+        self.broker_addrs = {n: layout.addr(n) for n in self.broker_nodes}
+        self.compose_up(say, confs)
+
+    def make_layout(self, picker: PortPicker) -> ComposeLayout:
+        """Ports, the cgroup parent, the stores (the image's user's), the relay; the run's `ComposeLayout`."""
         c = self.scenario.cluster
-        picker = PortPicker()
         ns_port = picker.one()
         ports = {n: picker.broker() for n in self.broker_nodes}
-        self.namesrv_addr = f"127.0.0.1:{ns_port}"
+        self.prepare_host()
+        ha_master = None
+        if self.use_relay():  # ha_link: with one group (the scenario refuses it with several)
+            ha_master = self.start_relay(f"127.0.0.1:{ports[self.masters()[0]][1]}", f"127.0.0.1:{picker.one()}")
+        return ComposeLayout(self.work, self.project_name, self.image, c.version, c.heap, self.cgroup_parent, ns_port,
+                             ports, ha_master, network_mode=self.network_mode)
+
+    def prepare_host(self) -> None:
         self._journal_cgroup_parent()
         self.make_stores()
         for store in self.stores.values():
             Path(store.mount).chmod(0o755)
             shutil.chown(store.mount, IMAGE_UID, IMAGE_UID)
-        ha_master = None
-        if self.use_relay():  # ha_link: with one group (the scenario refuses it with several)
-            ha_master = self.start_relay(f"127.0.0.1:{ports[self.masters()[0]][1]}", f"127.0.0.1:{picker.one()}")
-        self.layout = layout = ComposeLayout(self.work, self.project_name, self.image, c.version, c.heap,
-                                             self.cgroup_parent, ns_port, ports, ha_master,
-                                             network_mode=self.network_mode)
-        confs = layout.write(c)
-        self.broker_addrs = {n: layout.addr(n) for n in self.broker_nodes}
+
+    def extra_files(self, base: Path) -> tuple[Path, ...]:
+        """The compose files after the checked-in one: the groups file with several broker groups."""
+        assert self.layout is not None
+        return () if self.topology.single else (compose_groups.write(self.layout, self.topology, base),)
+
+    def compose_up(self, say: Callable[[str], None], confs: dict[str, Path]) -> None:
+        """`docker compose up` of the project (only created when not `START_ON_UP`), then a node per container."""
         base = Path(self.setup["compose_file"])
-        extra = () if self.topology.single else (compose_groups.write(layout, self.topology, base),)
-        self.project = ComposeProject(self.project_name, base, layout.env(), self.work / "compose.env",
+        extra = self.extra_files(base)
+        assert self.layout is not None
+        self.project = ComposeProject(self.project_name, base, self.layout.env(), self.work / "compose.env",
                                       self.work / "compose.log", extra_files=extra,
-                                      services=() if self.topology.single else self.node_order)
+                                      services=self.node_order if extra else ())
         self.project.config()
         say(f"cluster: docker compose up {self.project_name} ({self.image}, "
             + " + ".join(f.name for f in (base, *extra)) + ")")
-        self.project.up(self.journal, self.run_id, c.ready_timeout)
+        self.project.up(self.journal, self.run_id, self.scenario.cluster.ready_timeout, start=self.START_ON_UP)
         self.containers = self.project.containers()
         missing = [n for n in self.node_order if n not in self.containers]
         if missing:
@@ -118,11 +136,12 @@ class ComposeBackend(ClusterBackend):
         addr = self.layout.addr(name)
         member = self.topology.member(name) if name in self.broker_nodes else None
         master = self.topology.master_of(name)
-        node = ContainerNode(name=name, role=member.role if member else name, run_id=self.run_id, container=ct.id,
+        role = member.role if member else "controller" if name in self.topology.controllers else name
+        node = ContainerNode(name=name, role=role, run_id=self.run_id, container=ct.id,
                              pidfile=str(self.work / name / "pid"), addr=addr,
                              namesrv_addr=self.namesrv_addr if member else None,
                              master_addr=self.broker_addrs[master] if master else None,
-                             broker_id=member.broker_id if member else None)
+                             broker_id=member.broker_id if member and member.broker_id >= 0 else None)
         node.refresh_pid()
         self.nodes[name] = node  # type: ignore[assignment]
         self.log_sources[name] = [self.layout.log_dir(name), conf, self.work / name / "stdout.log"]
@@ -185,7 +204,7 @@ class ComposeBackend(ClusterBackend):
             except Exception as err:  # noqa: BLE001 - a container that is gone has no logs; say so in the file
                 (self.work / n / "stdout.log").write_text(f"container logs unavailable: {err}\n", encoding="utf-8")
         self.log_sources["compose"] = [self.work / "compose.log", self.work / "compose.env",
-                                       self.work / compose_groups.GROUPS_FILE]
+                                       *(self.project.extra_files if self.project else ())]
         super().copy_logs()
 
     # --- down -------------------------------------------------------------------------------------------------

@@ -25,17 +25,19 @@ OVERRIDE = ("volumes", "depends_on")
 """Keys that replace the extended service's instead of merging with it (compose's `!override`)."""
 
 
-def member_service(layout: ComposeLayout, base_file: Path, member: Member, depends_on: str) -> dict[str, Any]:
-    """The service of one member, as the data written under its name."""
+def member_service(layout: ComposeLayout, base_file: Path, member: Member, depends_on: str,
+                   extends: str | None = None) -> dict[str, Any]:
+    """The service of one member, as the data written under its name; it extends the checked-in service `extends`
+    (default the member's role: `master` or `slave`)."""
     mem, swap = layout.limits(member.node)
     conf_target = f"/home/rocketmq/rocketmq-{layout.version}/conf/broker.conf"
     probe = f"exec 3<>/dev/tcp/127.0.0.1/{layout.broker_ports[member.node][0]}"
     return {
-        "extends": {"file": str(base_file.resolve()), "service": member.role},
+        "extends": {"file": str(base_file.resolve()), "service": extends or member.role},
         "mem_limit": mem, "memswap_limit": swap,
-        "volumes": [_bind(layout.store_dir(member.node), CONTAINER_STORE),
-                    _bind(layout.log_dir(member.node), "/home/rocketmq/logs"),
-                    _bind(layout.conf_file(member.node), conf_target)],
+        "volumes": [bind_mount(layout.store_dir(member.node), CONTAINER_STORE),
+                    bind_mount(layout.log_dir(member.node), "/home/rocketmq/logs"),
+                    bind_mount(layout.conf_file(member.node), conf_target)],
         "depends_on": {depends_on: {"condition": "service_healthy"}},
         "healthcheck": {"test": ["CMD", "bash", "-c", probe]},
     }
@@ -43,20 +45,28 @@ def member_service(layout: ComposeLayout, base_file: Path, member: Member, depen
 
 def render(layout: ComposeLayout, topology: Topology, base_file: Path) -> str:
     """The text of the groups file: one service per broker of the topology (master_slave mode)."""
-    lines = [f"# rendered by rmq-chaos for project {layout.project}: {len(topology.groups)} broker groups, each member",
-             f"# a service extending {base_file.name}'s master or slave (harness/backends/compose_groups.py)",
-             "services:"]
+    header = [f"# rendered by rmq-chaos for project {layout.project}: {len(topology.groups)} broker groups, each member",
+              f"# a service extending {base_file.name}'s master or slave (harness/backends/compose_groups.py)"]
+    services = {}
     for group in topology.groups:
         master = group.members[0].node
         for m in group.members:
-            svc = member_service(layout, base_file, m, "namesrv" if m.role == "master" else master)
-            lines.append(f"  {m.node}:")
-            for key, value in svc.items():
-                tag = " !override" if key in OVERRIDE else ""
-                if isinstance(value, list):
-                    lines += [f"    {key}:{tag}", *(f"      - {json.dumps(item)}" for item in value)]
-                else:
-                    lines.append(f"    {key}:{tag} {json.dumps(value)}")
+            services[m.node] = member_service(layout, base_file, m, "namesrv" if m.role == "master" else master)
+    return text(header, services)
+
+
+def text(header: list[str], services: dict[str, dict[str, Any]]) -> str:
+    """A compose file of `services` (JSON values, `OVERRIDE` keys tagged `!override`) under the comment lines
+    `header`."""
+    lines = [*header, "services:"]
+    for name, svc in services.items():
+        lines.append(f"  {name}:")
+        for key, value in svc.items():
+            tag = " !override" if key in OVERRIDE else ""
+            if isinstance(value, list):
+                lines += [f"    {key}:{tag}", *(f"      - {json.dumps(item)}" for item in value)]
+            else:
+                lines.append(f"    {key}:{tag} {json.dumps(value)}")
     return "\n".join(lines) + "\n"
 
 
@@ -66,5 +76,5 @@ def write(layout: ComposeLayout, topology: Topology, base_file: Path) -> Path:
     return path
 
 
-def _bind(source: Path, target: Path | str) -> dict[str, str]:
+def bind_mount(source: Path, target: Path | str) -> dict[str, str]:
     return {"type": "bind", "source": str(source), "target": str(target)}

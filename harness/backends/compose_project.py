@@ -48,16 +48,17 @@ class ComposeProject:
         self._log(args, proc)
         return proc.stdout
 
-    def up(self, journal: Journal, run_id: str, wait_timeout_s: float) -> None:
-        """Journal the project, then `up -d --wait` (nothing is pulled or built)."""
+    def up(self, journal: Journal, run_id: str, wait_timeout_s: float, start: bool = True) -> None:
+        """Journal the project, then `up -d --wait` (nothing is pulled or built); `start` False: `up --no-start`,
+        the containers made but not started (controller mode starts them in its own order)."""
         undo = [{"op": "compose_down", "project": self.name, "timeout_s": STOP_TIMEOUT_S}]
         self.journal = journal
         self.entry_id = journal.begin(KIND, undo=undo, run_id=run_id, target="cluster",
                                       data={"project": self.name, "file": str(self.file),
                                             "extra_files": [str(f) for f in self.extra_files],
                                             "env_file": str(self.env_file)})
-        args = [*self._base(), "up", "-d", "--wait", "--wait-timeout", str(max(1, int(wait_timeout_s))),
-                "--pull", "never", "--no-build", *self.services]
+        how = ["-d", "--wait", "--wait-timeout", str(max(1, int(wait_timeout_s)))] if start else ["--no-start"]
+        args = [*self._base(), "up", *how, "--pull", "never", "--no-build", *self.services]
         proc = engine.run_compose(args, env=self.env, timeout_s=wait_timeout_s + 60, check=False)
         self._log(args, proc)
         if proc.returncode != 0:

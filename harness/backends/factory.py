@@ -86,8 +86,13 @@ def check(scenario: Scenario) -> None:
 
 
 def make_backend(scenario: Scenario, rd: Any, journal: Any, state_dir: Path) -> Any:
-    """A `LocalBackend`, `ComposeBackend` or `SshBackend` for the run (nothing is started until its `up`)."""
+    """A `LocalBackend`, `ComposeBackend` or `SshBackend` (their controller-mode kin in controller mode) for the run
+    (nothing is started until its `up`)."""
     if scenario.cluster.backend == "compose":
+        if scenario.cluster.mode == "controller":
+            from harness.backends.compose_controller import ComposeControllerBackend
+
+            return ComposeControllerBackend(scenario, rd, journal, state_dir)
         from harness.backends.compose import ComposeBackend
 
         return ComposeBackend(scenario, rd, journal, state_dir)

@@ -10,7 +10,7 @@ from typing import Any
 from harness.scenario.schema import at
 
 CONTROLLERS_ALLOWED = "embedded (in the name server), 3 (standalone controllers)"
-CONTROLLER_BACKENDS = ("local", "ssh")
+CONTROLLER_BACKENDS = ("local", "ssh", "compose")
 CONTROLLER_LEADER = "controller-leader"
 """The fault target naming the standalone controller that leads the DLedger group when the fault is applied."""
 
