@@ -69,6 +69,8 @@ class ProducerPool:
             overrides["serialize_type"] = client.serialize_type
         if client.send_latency_fault_enable is not None:
             overrides["send_latency_fault_enable"] = client.send_latency_fault_enable
+        if client.retry_another_broker_when_not_store_ok is not None:
+            overrides["retry_another_broker_when_not_store_ok"] = client.retry_another_broker_when_not_store_ok
         name = client.instance_name
         connections = self._instances.get(name)
         if connections is None:

@@ -95,6 +95,8 @@ class ClientSpec(BaseModel):
     send_latency_fault_enable: bool | None = Field(
         default=None, description="the producer's sendLatencyFaultEnable (MQFaultStrategy: avoid slow or failing "
                                   "broker groups for a while); None: the profile's default, off in every version")
+    retry_another_broker_when_not_store_ok: bool | None = Field(
+        default=None, description="retryAnotherBrokerWhenNotStoreOK; None: the profile's default, off in every version")
 
     @property
     def producer_group(self) -> str:

@@ -14,7 +14,8 @@ def load_spec_data(scenario: Scenario, namesrv: str) -> dict[str, Any]:
     for c in load.clients:
         item: dict[str, Any] = {"name": c.name, "model": load.model_of(c), "message_size": c.message_size,
                                 "profile": c.profile, "send_timeout_ms": round(c.timeout * 1000)}
-        for key in ("users", "max_users", "rate", "share", "retries", "tags", "instance", "send_latency_fault_enable"):
+        for key in ("users", "max_users", "rate", "share", "retries", "tags", "instance", "send_latency_fault_enable",
+                    "retry_another_broker_when_not_store_ok"):
             value = getattr(c, key)
             if value is not None:
                 item[key] = value

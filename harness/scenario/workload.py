@@ -60,6 +60,10 @@ class ClientSpec(Strict):
     send_latency_fault_enable: bool | None = Field(
         default=None, description="the producer's sendLatencyFaultEnable (avoid slow or failing broker groups for a "
                                   "while, by the version's MQFaultStrategy); default: the profile's (off)")
+    retry_another_broker_when_not_store_ok: bool | None = Field(
+        default=None, description="the producer's retryAnotherBrokerWhenNotStoreOK: a send answered FLUSH_DISK_TIMEOUT, "
+                                  "FLUSH_SLAVE_TIMEOUT or SLAVE_NOT_AVAILABLE is sent again to another broker group "
+                                  "(the first copy stays where it was stored); default: the profile's (off)")
 
 
 class LoadSection(Strict):
