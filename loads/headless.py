@@ -12,6 +12,7 @@ worker whose master vanished does the same for itself.
 from __future__ import annotations
 
 import gevent
+import gevent.event
 from gevent.fileobject import FileObjectPosix
 from locust.env import Environment
 from locust.stats import StatsError
@@ -33,6 +34,8 @@ log = logging.getLogger("loads.headless")
 
 STATS_INTERVAL_S = 1.0
 WORKERS_TIMEOUT_S = 60.0
+USERS_TIMEOUT_S = 30.0
+"""How long the start waits for the spawn to be over (a worker reports its users within about a second)."""
 MASTER_WATCH_INTERVAL_S = 0.5
 SWITCH_INTERVAL_S = 0.0005
 """The GIL switch interval: the writer thread converting rows must not hold the event loop for 5 ms (default)."""
@@ -113,8 +116,25 @@ class Controller:
             self.plugin.set_phase(phase, None, at_ns)
         users = sum(p.users for p in self.spec.plan().values())
         self.env.runner.start(users, spawn_rate=max(users, 1) * 1000.0)
+        started = self._users_started(users)
+        if started < users:  # a load that would send nothing for the whole run (its users failed as they started)
+            raise RuntimeError(f"only {started} of {users} users started (the workers' logs in logs/load/ say why)")
         self.state = "running"
         return {"users": users, "target_rate": self.plugin.target_rate}
+
+    def _users_started(self, users: int) -> int:
+        """How many users run once the spawn is over: as the workers reported them to the master, or this
+        process's own (bounded: a worker that never reports counts none)."""
+        runner = self.env.runner
+        deadline = time.monotonic() + USERS_TIMEOUT_S
+        if self.args.role == "master":
+            while not runner.spawning_completed and time.monotonic() < deadline:
+                gevent.sleep(0.05)
+            return sum(runner.reported_user_classes_count.values())
+        while runner.user_count < users and time.monotonic() < deadline and not (
+                runner.spawning_greenlet is not None and runner.spawning_greenlet.ready()):
+            gevent.sleep(0.05)
+        return runner.user_count
 
     def _push_stats(self) -> None:
         while True:
@@ -157,12 +177,37 @@ def locust_totals(env: Environment) -> dict[str, Any]:
     return {"requests": total.num_requests, "failures": total.num_failures, "errors": errors}
 
 
+def _worker_with_plugin(env: Environment, spec: Any, args: argparse.Namespace) -> tuple[Any, LoadPlugin]:
+    """The worker runner and the load's plugin on it. Locust's WorkerRunner waits for the master's ack inside its
+    constructor, and its message greenlet already runs: a spawn the master sends right after the ack fires
+    `test_start` and starts the users before the plugin exists (seen in CI on a loaded machine: every user failed
+    with "no load context", the run sent nothing). So a first listener holds such an early `test_start` until the
+    plugin is made, then gives it to the plugin (whose own listener came too late for that firing)."""
+    made = gevent.event.Event()
+    held: list[dict[str, Any]] = []
+    box: list[LoadPlugin] = []
+
+    def early(**kw: Any) -> None:
+        held.append(kw)
+        made.wait()  # the message greenlet waits; the users are spawned after this returns
+        box[0]._on_test_start(**kw)
+
+    env.events.test_start.add_listener(early)
+    runner = env.create_worker_runner(args.master_host, args.master_port)
+    plugin = LoadPlugin(env, spec, args.run_dir, args.run_id)
+    box.append(plugin)
+    env.events.test_start.remove_listener(early)
+    made.set()
+    if held:
+        log.info("worker: the spawn came before the load was attached; held until it was")
+    return runner, plugin
+
+
 def run_worker(args: argparse.Namespace) -> int:
     """A worker: users for the master at 127.0.0.1:`--master-port`; drains itself if the master goes away."""
     spec = load_spec(args.spec)
     env = Environment(user_classes=user_classes(spec))
-    runner = env.create_worker_runner(args.master_host, args.master_port)
-    plugin = LoadPlugin(env, spec, args.run_dir, args.run_id)
+    runner, plugin = _worker_with_plugin(env, spec, args)
     stopping: list[str] = []
 
     def leave(reason: str) -> None:
