@@ -16,7 +16,8 @@ A node that came back but serves no producer (a controller follower) is judged b
 broker, registered), not by traffic.
 
 A run's verdict for explore (Jepsen's priority): `fail` when an expectation failed, else `unknown` when one could
-not be measured or the run did not complete (discarded, never a pass or a failure), else `pass`."""
+not be measured or the run did not complete (discarded, never a pass or a failure), else `pass`; in a run that did
+not complete only `inv-nodes-back` counts as failed."""
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -66,10 +67,10 @@ def judge(status: str, error: str | None, verdict: Mapping[str, Any] | None) -> 
     """Explore's verdict of one run from its status and its verdict.json (None: the analysis wrote none)."""
     if status != "completed":
         items = (verdict or {}).get("expectations") or []
-        lost = [e for e in items if e.get("status") == "failed" and e.get("metric") in CLUSTER_FAILURE_METRICS]
-        if lost:  # a node that did not come back ended the run: the cluster's failure, not the harness's
-            return Judgement(FAIL, tuple(e["name"] for e in lost),
-                             why="; ".join(f"{e['name']}: {e.get('note') or e.get('measured_text')}" for e in lost))
+        theirs = [e for e in items if e.get("status") == "failed" and e.get("metric") in CLUSTER_FAILURE_METRICS]
+        if theirs:  # a node that did not come back ended the run: the cluster's failure, not the harness's
+            return Judgement(FAIL, tuple(e["name"] for e in theirs),
+                             why="; ".join(f"{e['name']}: {e.get('note') or e.get('measured_text')}" for e in theirs))
         return Judgement(UNKNOWN, why=f"run {status}" + (f": {error}" if error else ""))
     if verdict is None:
         return Judgement(UNKNOWN, why="the analysis wrote no verdict")
