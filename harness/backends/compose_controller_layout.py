@@ -57,7 +57,8 @@ class ControllerComposeLayout(ComposeLayout):
         port = self.addr(node).rpartition(":")[2]
         return {"extends": {"file": str(base_file.resolve()), "service": "namesrv"},
                 "command": ["sh", "mqcontroller", "-c", target], "mem_limit": mem, "memswap_limit": swap,
-                "volumes": [compose_groups.bind_mount(self.log_dir(node), "/home/rocketmq/logs"), compose_groups.bind_mount(self.conf_file(node), target)],
+                "volumes": [compose_groups.bind_mount(self.log_dir(node), "/home/rocketmq/logs"),
+                            compose_groups.bind_mount(self.conf_file(node), target)],
                 "healthcheck": {"test": ["CMD", "bash", "-c", f"exec 3<>/dev/tcp/{HOST}/{port}"]}}
 
     def write_services(self, topology: Topology, base_file: Path) -> Path:
