@@ -155,8 +155,14 @@ def remove(path: str) -> str:
     if not os.path.isdir(path):
         return "already gone"
     if not is_ours(path):
+        if not os.path.isdir(path):
+            return "already gone"  # removed meanwhile (is_ours looks at an existing directory only)
         raise ToolError(f"refusing to remove cgroup {path}: not below {OUR_DIR}/")
-    for child in sorted((d for d in os.listdir(path) if os.path.isdir(os.path.join(path, d))), reverse=True):
+    try:
+        children = sorted((d for d in os.listdir(path) if os.path.isdir(os.path.join(path, d))), reverse=True)
+    except FileNotFoundError:
+        return "already gone"
+    for child in children:
         remove(os.path.join(path, child))
     thaw(path)
     deadline = time.monotonic() + REMOVE_TIMEOUT_S
