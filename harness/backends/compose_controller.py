@@ -9,7 +9,7 @@ order, roles, readiness, role samplers, targets and the read-back: `harness.back
 local and ssh backends."""
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -61,11 +61,3 @@ class ComposeControllerBackend(ControllerMode, ComposeBackend):
             self.nodes[n].wait_ready(self.scenario.cluster.ready_timeout)
 
         self.start_in_order(start, start_waiting)
-
-    def ready_note(self) -> str:
-        return self.controller_note() + super().ready_note()
-
-    def teardown_steps(self) -> Iterable[tuple[str, Callable[[], Any]]]:
-        yield from self.sampler_steps()
-        yield from super().teardown_steps()
-        yield from self.roles_steps()

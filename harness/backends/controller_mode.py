@@ -131,6 +131,16 @@ class ControllerMode:
         return read_back(self.run_id, self.scenario.topic.name, self.scenario.topic.queues, sources,
                          brokerclient.read_queue, self.rd.layout.readback, timeout_s)
 
+    def ready_note(self) -> str:
+        """The controller's note before the backend's own (mixed in before the backend: `super()` is the backend)."""
+        return self.controller_note() + super().ready_note()  # type: ignore[misc]
+
+    def teardown_steps(self) -> Iterable[tuple[str, Callable[[], Any]]]:
+        """The role samplers first, then the backend's own steps, the controller clients last."""
+        yield from self.sampler_steps()
+        yield from super().teardown_steps()  # type: ignore[misc]
+        yield from self.roles_steps()
+
     def sampler_steps(self) -> Iterable[tuple[str, Callable[[], Any]]]:
         for sampler in self.samplers:
             yield f"role sampler of {sampler.roles.broker_name}", sampler.stop

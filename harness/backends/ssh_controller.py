@@ -7,7 +7,7 @@ ports and every broker's `brokerIP1`/`brokerIP2` are their hosts' addresses. Sta
 samplers, targets and the read-back: `harness.backends.controller_mode`, the same as on the local backend."""
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -54,11 +54,3 @@ class SshControllerBackend(ControllerMode, SshBackend):
         assert self.ctl is not None
         self.make_roles(self.ctl.addrs)
         self.start_in_order(lambda n: self._start(n, say, wait=False), lambda n: self._start(n, say))
-
-    def ready_note(self) -> str:
-        return self.controller_note() + super().ready_note()
-
-    def teardown_steps(self) -> Iterable[tuple[str, Callable[[], Any]]]:
-        yield from self.sampler_steps()
-        yield from super().teardown_steps()
-        yield from self.roles_steps()
