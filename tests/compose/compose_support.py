@@ -44,6 +44,32 @@ def rmq_chaos_run(args: list[str], state: Path, timeout_s: float = 120.0, **env:
                           capture_output=True, text=True, timeout=timeout_s, check=False)
 
 
+def compose_run(scenario: Path, tmp_path: Path, image: str, timeout_s: float, *extra: str
+                ) -> tuple[int, Path, Path]:
+    """`rmq-chaos run <scenario> --backend compose --image <image> [extra]` as a user runs it: (exit code, run dir,
+    state dir). A run still going at `timeout_s` is killed and its state cleaned up."""
+    state, out = tmp_path / "state", tmp_path / "runs"
+    proc = rmq_chaos(["run", str(scenario), "--backend", "compose", *extra, "--image", image, "--out", str(out)],
+                     state)
+    try:
+        code = proc.wait(timeout_s)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+            rmq_chaos_run(["cleanup"], state, timeout_s=180)
+    return code, run_dir_of(out), state
+
+
+def valid_compose_run(scenario: Path, tmp_path: Path, image: str, timeout_s: float) -> tuple[Path, dict, Path]:
+    """`compose_run` on the emulator program that exited 0 with every expectation held: (run dir, verdict, state)."""
+    code, run_dir, state = compose_run(scenario, tmp_path, image, timeout_s, "--program", "emulator")
+    verdict = json.loads((run_dir / "report" / "verdict.json").read_text())
+    bad = [(r["name"], r["status"], r["measured"]) for r in verdict["expectations"] if r["status"] != "held"]
+    assert code == 0 and not bad, bad
+    return run_dir, verdict, state
+
+
 def run_dir_of(out: Path) -> Path:
     dirs = [d for d in out.iterdir() if d.is_dir()]
     assert len(dirs) == 1, dirs

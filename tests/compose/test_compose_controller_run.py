@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from compose_support import REPO, assert_nothing_left, events, rmq_chaos, rmq_chaos_run, run_dir_of
+from compose_support import REPO, assert_nothing_left, events, valid_compose_run
 
 from harness.backends.compose_layout import project_name
 
@@ -33,21 +33,8 @@ NODES = ("namesrv", "controller-0", "controller-1", "controller-2", "broker-0", 
 
 
 def test_master_killed_controller_through_compose(tmp_path: Path, test_image: str) -> None:
-    state, out = tmp_path / "state", tmp_path / "runs"
-    image = test_image.replace("{version}", "5.3.0")
-    proc = rmq_chaos(["run", str(shortened(SCENARIO, tmp_path, SHORTER)), "--backend", "compose", "--program",
-                      "emulator", "--image", image, "--out", str(out)], state)
-    try:
-        code = proc.wait(RUN_TIMEOUT_S)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-            rmq_chaos_run(["cleanup"], state, timeout_s=180)
-    run_dir = run_dir_of(out)
-    verdict = json.loads((run_dir / "report" / "verdict.json").read_text())
-    bad = [(r["name"], r["status"], r["measured"]) for r in verdict["expectations"] if r["status"] != "held"]
-    assert code == 0 and not bad, bad
+    run_dir, verdict, state = valid_compose_run(shortened(SCENARIO, tmp_path, SHORTER), tmp_path,
+                                                test_image.replace("{version}", "5.3.0"), RUN_TIMEOUT_S)
 
     cluster = json.loads((run_dir / "cluster.json").read_text())
     project = cluster["compose_project"]

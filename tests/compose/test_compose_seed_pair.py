@@ -16,12 +16,10 @@ from compose_support import (
     REPO,
     TEST_IMAGE,
     assert_nothing_left,
+    compose_run,
     distribution,
     events,
-    rmq_chaos,
-    rmq_chaos_run,
     rows,
-    run_dir_of,
 )
 
 from harness.backends.compose_layout import project_name
@@ -48,17 +46,7 @@ def image(request: pytest.FixtureRequest) -> str:
 
 
 def _run(scenario: str, tmp_path: Path, image: str) -> tuple[int, Path, Path]:
-    state, out = tmp_path / "state", tmp_path / "runs"
-    proc = rmq_chaos(["run", str(REPO / "scenarios" / scenario), "--backend", "compose", "--image", image, "--out",
-                      str(out)], state)
-    try:
-        code = proc.wait(RUN_TIMEOUT_S)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-            rmq_chaos_run(["cleanup"], state, timeout_s=180)
-    return code, run_dir_of(out), state
+    return compose_run(REPO / "scenarios" / scenario, tmp_path, image, RUN_TIMEOUT_S)
 
 
 def _compose_figures(run_dir: Path, state: Path, image: str, phase_start: dict[str, int]) -> None:
