@@ -51,8 +51,7 @@ def run(args: argparse.Namespace) -> int:
             table.add_row(item["id"], item["kind"], item["run_id"], item["target"], f"[red]{item['error']}[/]")
         console.print(table)
     for item in report.failed:  # in full: the table may cut long words
-        console.print(f"could not undo {item['kind']} {item['id']} (run {item['run_id'] or '-'}, node "
-                      f"{item['target'] or '-'}): {item['error']}", markup=False, highlight=False, soft_wrap=True)
+        console.print(could_not_undo(item), markup=False, highlight=False, soft_wrap=True)
     for line in report.left:
         console.print(f"still on the machine: {line}", markup=False, highlight=False, soft_wrap=True)
     for cid in report.clusters_removed:
@@ -86,10 +85,14 @@ def _hosts(args: argparse.Namespace, console) -> int:
                     f"{r['agents_ended']} agent(s) ended" + ("" if r["ok"] else " (not clean)"))
         console.print(line, markup=False, highlight=False, soft_wrap=True)
         for item in (r.get("report") or {}).get("failed", []):  # each failure in one line: what could not be undone
-            console.print(f"host {r['host']}: could not undo {item['kind']} {item['id']} (run {item['run_id'] or '-'}, "
-                          f"node {item['target'] or '-'}): {item['error']}", markup=False, highlight=False,
-                          soft_wrap=True)
+            console.print(f"host {r['host']}: {could_not_undo(item)}", markup=False, highlight=False, soft_wrap=True)
         for left in (r.get("report") or {}).get("left", []):
             console.print(f"host {r['host']}: still on the machine: {left}", markup=False, highlight=False,
                           soft_wrap=True)
     return 0 if all(r["ok"] for r in results) else 1
+
+
+def could_not_undo(item: dict) -> str:
+    """One line for a journal entry whose undo failed (a cleanup report's `failed` item)."""
+    return (f"could not undo {item['kind']} {item['id']} (run {item['run_id'] or '-'}, node {item['target'] or '-'}): "
+            f"{item['error']}")
