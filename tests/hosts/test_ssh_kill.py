@@ -126,7 +126,6 @@ def _cleanup(cluster, tmp_path: Path, state: Path) -> str:
     proc = cluster.rmq_chaos(["cleanup", "--hosts", str(cluster.inventory)], state, stdout=subprocess.PIPE,
                              text=True)
     out, _ = proc.communicate(timeout=300)
-    print(out)
     assert proc.returncode == 0, out
     return out
 
