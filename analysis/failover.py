@@ -1,6 +1,10 @@
 """Failover figures of a controller-mode run (harness `cluster.mode: controller`), from the `roles` events the
 harness's sampler wrote (the controller's master and the name server's route, sampled every 100 ms) and the request
-rows. t = 0 is the death of the master: the `apply ok` event of the fault on `master` (a kill: the SIGKILL sent).
+rows. t = 0 is the death of the master: the `apply ok` event of the fault on `master` (a kill: the SIGKILL sent),
+or the moment the fault's evidence says the process died (`died_ns`: Docker's `State.FinishedAt` of a killed
+container) when that came before it. `roles` answers count from the apply's start: a controller can name the new
+master before the harness has heard that its kill is done (`docker kill` returns after the container is dead: an
+election 0.1 s after the kill, the ok 0.2 s after it); a figure is never below 0.
 
 - failover_election_s: first `roles` event after t where the controller names a master other than the fault's node
 - failover_route_s: first `roles` event after t where the name server's route gives brokerId 0 to another node
@@ -41,12 +45,28 @@ class Failover:
     note: str | None = None
 
 
-def _death(events: list[dict[str, Any]], fault: str | None) -> tuple[str | None, str | None, int | None]:
+def death_of(events: list[dict[str, Any]], fault: str | None) -> tuple[str | None, str | None, int | None, int | None]:
+    """(fault id, node, death, the apply's start) of the fault on the master."""
     for ev in events:
         if ev.get("event") == c.EVENT_FAULT and ev.get("action") == "apply" and ev.get("status") == "ok" and (
                 ev.get("fault_id") == fault if fault else ev.get("target") in ("master", *_group_masters(ev))):
-            return ev.get("fault_id"), ev.get("node") or ev.get("target"), ev.get("wall_ns")
-    return None, None, None
+            ok, fid = ev.get("wall_ns"), ev.get("fault_id")
+            mine = [e for e in events if e.get("event") == c.EVENT_FAULT and e.get("fault_id") == fid]
+            started = next((e.get("wall_ns") for e in mine if e.get("action") == "apply"
+                            and e.get("status") == "started"), ok)
+            died = [d for e in mine if e.get("action") in ("apply", "verify") and e.get("status") == "ok"
+                    for d in [(e.get("evidence") or {}).get("died_ns")] if isinstance(d, int) and started <= d < ok]
+            return fid, ev.get("node") or ev.get("target"), min(died, default=ok), started
+    return None, None, None, None
+
+
+def first_after(roles: list[dict[str, Any]], key: str, node: str | None, started: int, death: int) -> float:
+    """Seconds from the death to the first `roles` answer, from the apply's start on, naming a `key` other than
+    `node` (never below 0); inf when none does."""
+    stamp = ANSWERED_AT[key]  # when that answer came (older runs: the event's time)
+    t = next((ev.get(stamp) or ev["wall_ns"] for ev in roles
+              if (ev.get(stamp) or ev["wall_ns"]) >= started and ev.get(key) not in (None, node)), None)
+    return math.inf if t is None else max(0, t - death) / NS
 
 
 def _group_masters(ev: dict[str, Any]) -> tuple[str, ...]:
@@ -67,8 +87,8 @@ def failover(run: Any, requests: DataFrame, fault: str | None = None) -> Failove
     """The failover figures of one run (one Spark aggregation over its rows). With several broker sets, those of
     the set the dead master belonged to: its `roles` events, and the sends that ended on it."""
     events = run_events(run)
-    fault_id, node, death = _death(events, fault)
-    if death is None:
+    fault_id, node, death, started = death_of(events, fault)
+    if death is None or started is None:
         return Failover(note=f"no fault {fault!r} applied" if fault else "no fault on the master was applied")
     group = _group_of(run, node)
     roles = [ev for ev in events if ev.get("event") == c.EVENT_ROLES and "route_master" in ev
@@ -76,20 +96,14 @@ def failover(run: Any, requests: DataFrame, fault: str | None = None) -> Failove
     if not roles:
         return Failover(fault_id, node, death, note="no roles events (not a controller-mode run)")
 
-    def first_after(key: str) -> float:
-        stamp = ANSWERED_AT[key]  # when that answer came (older runs: the event's time)
-        t = next((ev.get(stamp) or ev["wall_ns"] for ev in roles
-                  if (ev.get(stamp) or ev["wall_ns"]) >= death and ev.get(key) not in (None, node)), None)
-        return math.inf if t is None else (t - death) / NS
-
     rows = requests.where((F.col("run_id") == F.lit(run.run_id)) & (F.col("outcome") == c.SEND_OK))
     if group is not None:
         rows = rows.where(F.col("broker") == F.lit(group))
     agg = rows.agg(F.max(F.when(F.col("end_ns") < F.lit(death), F.col("end_ns"))).alias("last"),
                    F.min(F.when(F.col("start_ns") >= F.lit(death), F.col("end_ns"))).alias("first")).first()
     last, first = (agg["last"], agg["first"]) if agg is not None else (None, None)
-    figures: dict[str, float | None] = {"failover_election_s": first_after("master"),
-                                        "failover_route_s": first_after("route_master")}
+    figures: dict[str, float | None] = {f"failover_{name}_s": first_after(roles, key, node, started, death)
+                                        for name, key in (("election", "master"), ("route", "route_master"))}
     figures["failover_first_ok_s"] = math.inf if first is None else (first - death) / NS
     figures["failover_unavailable_s"] = (math.inf if first is None else None if last is None
                                          else (first - last) / NS)

@@ -3,8 +3,10 @@ optional restart after N seconds through the node's control (`docker start`, the
 the container not running and its processes are gone. Revert: start it if it is still down."""
 from __future__ import annotations
 
+import re
 import signal
 import threading
+from datetime import UTC, datetime
 
 from faults import guard
 from faults.docker import engine
@@ -13,6 +15,15 @@ from faults.process_kill import ProcessKill
 from faults.system.procs import ProcId
 
 NOT_RUNNING = ("exited", "dead", "created")
+
+
+def finished_ns(stamp: str | None) -> int | None:
+    """Docker's `State.FinishedAt` (RFC 3339, nanoseconds, UTC) as wall-clock ns; None when unset (year 1)."""
+    m = re.fullmatch(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?Z", stamp or "")
+    if m is None or m.group(1).startswith("0001"):
+        return None
+    whole = datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S").replace(tzinfo=UTC)
+    return int(whole.timestamp()) * 1_000_000_000 + int((m.group(2) or "0").ljust(9, "0")[:9])
 
 
 class ContainerKill(ProcessKill):
@@ -51,6 +62,9 @@ class ContainerKill(ProcessKill):
         left = {p.pid: p.state() for p in procs if p.alive()}
         evidence = {"docker_status": ct.status, "exit_code": ct.attrs["State"].get("ExitCode"), "left": left,
                     "killed": [p.pid for p in procs]}
+        died = finished_ns(ct.attrs["State"].get("FinishedAt"))
+        if died is not None:
+            evidence["died_ns"] = died  # Docker's own stamp: `docker kill` returns after it, the apply's ok later
         return ct.status in NOT_RUNNING and not left, evidence
 
     def shortfall(self, evidence: dict) -> tuple[str, str]:
