@@ -1,0 +1,52 @@
+"""`rmq-chaos explore --backend ssh --hosts FILE`: explore drives the ssh backend as it drives the local one. The
+space of scenarios/explore/pair-4.9.1.yaml (a 4.9.1 SYNC_MASTER pair; every schedule makes a send error reach the
+application) on the session's namespace hosts (name server n1, master n2, slave n3, load n4), emulator, with one
+explored run and one shrinking run: the first run fails the file's invariant, the shrinking step drops a fault and
+still fails, every run placed its nodes on the hosts and fetched the load host's rows, `minimal.yaml` is written,
+and `cleanup --hosts` afterwards finds nothing to undo on any host."""
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from runsupport import full_only, rows
+
+pytestmark = [pytest.mark.root, pytest.mark.spark, *full_only("~3 min (two runs across hosts)")]
+REPO = Path(__file__).resolve().parents[2]
+SPACE = REPO / "scenarios" / "explore" / "pair-4.9.1.yaml"
+
+
+def test_explore_across_hosts_finds_and_shrinks(cluster, tmp_path: Path) -> None:
+    text = SPACE.read_text(encoding="utf-8")
+    text = text.replace("scenario: ../slave-frozen.yaml", f"scenario: {REPO / 'scenarios' / 'slave-frozen.yaml'}")
+    text = text.replace("budget: {runs: 1, time: 4m, shrink_runs: 3}", "budget: {runs: 1, time: 12m, shrink_runs: 1}")
+    assert "shrink_runs: 1" in text and str(REPO) in text
+    space = tmp_path / "pair.yaml"
+    space.write_text(text, encoding="utf-8")
+    state, out = tmp_path / "state", tmp_path / "explore"
+    proc = cluster.rmq_chaos(["explore", str(space), "--out", str(out), "--backend", "ssh", "--program", "emulator",
+                              "--hosts", str(cluster.inventory)], state, stderr=subprocess.PIPE, text=True)
+    try:
+        _, err = proc.communicate(timeout=1200)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    cleanup = cluster.rmq_chaos(["cleanup", "--hosts", str(cluster.inventory)], state, stdout=subprocess.PIPE,
+                                text=True)
+    said, _ = cleanup.communicate(timeout=300)
+    assert cleanup.returncode == 0 and ("0 reverted, 0 failed" in said or "nothing of rmq-chaos" in said), said
+    assert proc.returncode == 1, err[-3000:]
+    (root,) = [d for d in out.iterdir() if d.is_dir()]
+    records = [json.loads(line) for line in (root / "schedules.jsonl").read_text().splitlines()]
+    assert [(r["stage"], r["verdict"]) for r in records] == [("explore", "fail"), ("shrink", "fail")], records
+    assert records[0]["faults"] == 2 and records[1]["faults"] == 1
+    assert (root / "minimal.yaml").exists()
+    for r in records:
+        run_dir = root / "runs" / r["run_id"]
+        info = json.loads((run_dir / "cluster.json").read_text())
+        assert info["backend"] == "ssh"
+        assert {n["name"]: n["host"] for n in info["nodes"]} == {"namesrv": "n1", "master": "n2", "slave": "n3"}
+        assert rows(run_dir / "requests"), "the load host's rows came home"
