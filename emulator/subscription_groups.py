@@ -10,6 +10,7 @@ import threading
 from emulator.config.broker_config import BrokerConfig, DataVersion
 from emulator.consumer_offsets import load_text, persist_text
 from emulator.logs import broker_log
+from emulator.synced_table import SyncedTable
 from remoting.hashmap import java_hashmap_order
 
 CHM_1024_TABLE = 2048  # a ConcurrentHashMap(1024)'s table length (1024 + 512 + 1 rounded up)
@@ -24,7 +25,9 @@ def group_config(name: str) -> dict:
             "whichBrokerWhenConsumeSlowly": 1}
 
 
-class SubscriptionGroupManager:
+class SubscriptionGroupManager(SyncedTable):
+    TABLE_KEY = "subscriptionGroupTable"
+
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
         self.path = os.path.join(config.get("storePathRootDir") or ".", "config", "subscriptionGroup.json")
@@ -61,14 +64,3 @@ class SubscriptionGroupManager:
         table = dict(self.table)
         return {"dataVersion": self.data_version.to_dict(),
                 "subscriptionGroupTable": {k: table[k] for k in java_hashmap_order(list(table), CHM_1024_TABLE)}}
-
-    def replace_all(self, wrapper: dict) -> bool:
-        """Slave: the master's groups put over ours (`SlaveSynchronize.syncSubscriptionGroupConfig`) when their data
-        version is not ours; whether it was not."""
-        with self._lock:
-            if self.data_version.same_as(wrapper.get("dataVersion")):
-                return False
-            self.table.update(wrapper.get("subscriptionGroupTable") or {})
-            self.data_version.assign(wrapper.get("dataVersion"))
-        self.persist()
-        return True

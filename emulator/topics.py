@@ -9,6 +9,7 @@ import threading
 
 from emulator.config.broker_config import BrokerConfig, DataVersion
 from emulator.logs import broker_log
+from emulator.synced_table import SyncedTable
 
 AUTO_CREATE_TOPIC = "TBW102"
 PERM_READ, PERM_WRITE, PERM_INHERIT = 4, 2, 1
@@ -19,7 +20,9 @@ def topic_config(name: str, read: int, write: int, perm: int = 6, sys_flag: int 
             "topicSysFlag": sys_flag, "writeQueueNums": write}
 
 
-class TopicConfigManager:
+class TopicConfigManager(SyncedTable):
+    TABLE_KEY = "topicConfigTable"
+
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
         self.table: dict[str, dict] = {}
@@ -121,14 +124,3 @@ class TopicConfigManager:
 
     def wrapper(self) -> dict:
         return {"dataVersion": self.data_version.to_dict(), "topicConfigTable": dict(self.table)}
-
-    def replace_all(self, wrapper: dict) -> bool:
-        """Slave: take the master's topic configs (SlaveSynchronize.syncTopicConfig) when their data version is not
-        ours; whether it was not."""
-        with self._lock:
-            if self.data_version.same_as(wrapper.get("dataVersion")):
-                return False
-            self.table.update(wrapper.get("topicConfigTable") or {})
-            self.data_version.assign(wrapper.get("dataVersion"))
-        self.persist()
-        return True

@@ -15,7 +15,7 @@ from faults import guard
 from faults.errors import FaultError, FaultNotEffective, FaultRefused, UndoError, not_back
 from faults.events import Emit, discard, fault_event
 from faults.journal import Entry, Journal
-from faults.system.tools import require_root
+from faults.system.tools import have_tool, require_root
 from faults.target import NodeTarget, resolve
 from faults.undo import UndoContext, run_ops
 
@@ -59,6 +59,8 @@ class Fault(ABC):
     """A one-shot fault (restart) has nothing to revert: its journal entry is closed right after apply."""
     NEEDS_ROOT: ClassVar[bool] = False
     """True when the fault changes what only root may (mounts, cgroups, swap): `problems` and `check` say so."""
+    TOOLS: ClassVar[tuple[str, ...]] = ()
+    """Programs the fault runs (`fsfreeze`, `mkswap`, ...): `problems` names each one missing."""
     CONTAINER_TARGETS: ClassVar[bool] = False
     """True when this class also acts on a container node (compose backend), on the host resources the backend
     gives it (the store's loop mount, the container's cgroups, the HA relay, the node's control)."""
@@ -108,7 +110,8 @@ class Fault(ABC):
     @classmethod
     def problems(cls) -> list[str]:
         """What this machine lacks for the fault (root, tools, kernel features); empty when it can run."""
-        return ["needs root"] if cls.NEEDS_ROOT and os.geteuid() != 0 else []
+        root = ["needs root"] if cls.NEEDS_ROOT and os.geteuid() != 0 else []
+        return root + [f"missing tool {t}" for t in cls.TOOLS if not have_tool(t)]
 
     # ---- hooks ---------------------------------------------------------------------------------------------------
     def check(self) -> None:

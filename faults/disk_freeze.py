@@ -11,7 +11,6 @@ from faults.errors import FaultNotEffective
 from faults.probe import BLOCKED_AFTER_S, blocked_write_probe, probe_path
 from faults.store_fault import StoreFault
 from faults.system import mounts
-from faults.system.tools import have_tool
 
 
 class DiskFreezeParams(FaultParams):
@@ -24,10 +23,7 @@ class DiskFreeze(StoreFault):
     summary = "writes to the store hang (fsfreeze); revert: thaw"
     Params = DiskFreezeParams
     VERIFY_TIMEOUT_S = 2.0
-
-    @classmethod
-    def problems(cls) -> list[str]:
-        return super().problems() + ([] if have_tool("fsfreeze") else ["missing fsfreeze"])
+    TOOLS = ("fsfreeze",)
 
     @property
     def probe_file(self) -> str:

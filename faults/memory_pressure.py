@@ -16,7 +16,6 @@ from faults.journal import default_state_dir
 from faults.system import cgroupfs, swapfiles
 from faults.system.meminfo import mem_total
 from faults.system.procs import TAG_ENV, swap_bytes, tagged
-from faults.system.tools import have_tool
 
 SWAP_DIR = "swap"
 MIN_SWAP = 256 << 20
@@ -58,11 +57,11 @@ class MemoryPressure(Fault):
     VERIFY_TIMEOUT_S = 5.0
     DOCKER_VARIANT = "faults.docker.memory:ContainerMemoryPressure"
     NEEDS_ROOT = True
+    TOOLS = ("mkswap", "swapon", "swapoff")
 
     @classmethod
     def problems(cls) -> list[str]:
-        out = super().problems() + [f"missing tool {t}" for t in ("mkswap", "swapon", "swapoff") if not have_tool(t)]
-        return out + ([] if cgroupfs.hierarchy("memory") else ["no memory cgroup controller"])
+        return super().problems() + ([] if cgroupfs.hierarchy("memory") else ["no memory cgroup controller"])
 
     def check(self) -> None:
         super().check()

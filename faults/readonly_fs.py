@@ -12,7 +12,6 @@ from faults.errors import FaultNotEffective, FaultRefused, FaultUnavailable
 from faults.probe import erofs_probe
 from faults.store_fault import StoreFault
 from faults.system import mounts
-from faults.system.tools import have_tool
 from faults.target import pid_source_to_json
 
 TRIGGER = "/sys/fs/ext4/{dev}/trigger_fs_error"
@@ -29,13 +28,12 @@ class ReadonlyFs(StoreFault):
     summary = "store filesystem turns read-only by an ext4 error (errors=remount-ro); revert: stop, fsck, remount, start"
     Params = ReadonlyFsParams
     VERIFY_TIMEOUT_S = 2.0
+    TOOLS = ("umount", "mount", "e2fsck")
 
     @classmethod
     def problems(cls) -> list[str]:
-        out = super().problems() + [f"missing tool {t}" for t in ("umount", "mount", "e2fsck") if not have_tool(t)]
-        if not os.path.isdir("/sys/fs/ext4"):
-            out.append("no /sys/fs/ext4 (ext4 sysfs) on this kernel")
-        return out
+        ext4 = [] if os.path.isdir("/sys/fs/ext4") else ["no /sys/fs/ext4 (ext4 sysfs) on this kernel"]
+        return super().problems() + ext4
 
     def check(self) -> None:
         super().check()

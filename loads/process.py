@@ -16,7 +16,6 @@ from __future__ import annotations
 import atexit
 import logging
 import os
-import queue
 import signal
 import socket
 import subprocess
@@ -103,8 +102,7 @@ class LoadProcess:
         self.result: dict[str, Any] | None = None
         self._finished = False
         self._logs: list[IO] = []
-        self._ids = iter(range(1, 1 << 62))
-        self._replies: dict[int, queue.Queue] = {}
+        self._replies = control.Replies()
         self._events: dict[str, threading.Event] = {k: threading.Event() for k in
                                                     (control.MSG_LISTENING, control.MSG_READY, control.MSG_STOPPED)}
         self._listening: dict[str, Any] = {}
@@ -215,7 +213,7 @@ class LoadProcess:
             stopped = self._events[control.MSG_STOPPED]
             if self.master.poll() is None and not stopped.is_set():
                 try:
-                    self._send({"id": next(self._ids), "cmd": control.CMD_STOP})
+                    self._send({"id": self._replies.next_id(), "cmd": control.CMD_STOP})
                 except OSError:
                     pass
             if not stopped.wait(timeout_s):
@@ -290,18 +288,11 @@ class LoadProcess:
     def _command(self, cmd: str, timeout_s: float = COMMAND_TIMEOUT_S, **fields: Any) -> dict[str, Any]:
         if not self.running:
             raise LoadError(f"the load process is not running; see {self.log_dir}")
-        msg_id = next(self._ids)
-        box: queue.Queue = queue.Queue(maxsize=1)
-        self._replies[msg_id] = box
         try:
-            self._send({"id": msg_id, "cmd": cmd, **fields})
-            try:
-                reply = box.get(timeout=timeout_s)
-            except queue.Empty:
-                raise LoadError(f"{cmd}: no answer from the load process within {timeout_s:g} s; "
-                                f"see {self.log_dir}") from None
-        finally:
-            self._replies.pop(msg_id, None)
+            reply = self._replies.ask(self._send, {"cmd": cmd, **fields}, timeout_s)
+        except TimeoutError:
+            raise LoadError(f"{cmd}: no answer from the load process within {timeout_s:g} s; "
+                            f"see {self.log_dir}") from None
         if reply is None:
             raise LoadError(f"{cmd}: the load process exited; see {self.log_dir}")
         if not reply.get("ok"):
@@ -330,15 +321,10 @@ class LoadProcess:
 
     def _read(self) -> None:
         assert self.master is not None and self.master.stdout is not None
-        for line in self.master.stdout:
-            msg = control.decode(line)
-            if msg is None:
-                continue
+        for msg in control.messages(self.master.stdout):
             kind = msg.get("type")
             if kind == control.MSG_REPLY:
-                box = self._replies.get(msg.get("id"))
-                if box is not None and box.empty():
-                    box.put_nowait(msg)
+                self._replies.deliver(msg)
             elif kind == control.MSG_STATS:
                 msg.pop("type")
                 self._stats = msg
@@ -356,9 +342,7 @@ class LoadProcess:
                 self.result = {k: v for k, v in msg.items() if k != "type"}
                 self._stats = dict(msg.get("stats") or self._stats)
                 self._events[kind].set()
-        for box in list(self._replies.values()):  # the child is gone: nobody will answer
-            if box.empty():
-                box.put_nowait(None)
+        self._replies.close()  # the child is gone: nobody will answer
         if not self._events[control.MSG_STOPPED].is_set():
             self._lost(self.master)
 

@@ -11,15 +11,13 @@ from dataclasses import dataclass
 
 from emulator.logs import store_log
 from remoting.hashmap import java_string_hash
-from remoting.message import string_to_properties
+from remoting.message import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG, string_to_properties
 from remoting.stored import BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2
 
 _INT = struct.Struct(">i")
 _SHORT = struct.Struct(">h")
 _BYTE = struct.Struct(">b")
 _FIXED = struct.Struct(">iiiqqiq")  # bodyCRC, queueId, flag, queueOffset, physicalOffset, sysFlag, bornTimestamp
-BORNHOST_V6_FLAG = 0x10
-STOREHOST_V6_FLAG = 0x20
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +47,7 @@ class _Underflow(Exception):
 def message_length(sys_flag: int, body_len: int, topic_len: int, props_len: int, v2: bool) -> int:
     """`calMsgLength`: the size a record with these field lengths has."""
     born = 20 if sys_flag & BORNHOST_V6_FLAG else 8
-    store = 20 if sys_flag & STOREHOST_V6_FLAG else 8
+    store = 20 if sys_flag & STOREHOSTADDRESS_V6_FLAG else 8
     return (4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + born + 8 + store + 4 + 8 + 4 + max(body_len, 0)
             + (2 if v2 else 1) + topic_len + 2 + max(props_len, 0))
 
@@ -98,7 +96,7 @@ def _check(buf, pos: int, limit: int, check_crc: bool, read_body: bool, accept_v
     body_crc_field, queue_id, _flag, queue_offset, phy, sys_flag, _born = _FIXED.unpack_from(buf, _at(p, 40, limit))
     p += 40
     born_len = 20 if sys_flag & BORNHOST_V6_FLAG else 8
-    store_len = 20 if sys_flag & STOREHOST_V6_FLAG else 8
+    store_len = 20 if sys_flag & STOREHOSTADDRESS_V6_FLAG else 8
     if born_len > total or store_len > total:  # copied into a byte[totalSize]: IndexOutOfBounds, caught
         _take(p, born_len, limit)
         return _unreadable(p)

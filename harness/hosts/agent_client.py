@@ -6,8 +6,6 @@ An agent that goes away (the SSH connection lost, the agent killed) fails every 
 with `AgentError` naming the host."""
 from __future__ import annotations
 
-import itertools
-import queue
 import subprocess
 import threading
 import time
@@ -36,8 +34,7 @@ class AgentClient:
         self.on_event = on_event
         self.log_path = log_path
         self.proc: subprocess.Popen | None = None
-        self._ids = itertools.count(1)
-        self._replies: dict[int, queue.Queue] = {}
+        self._replies = control.Replies()
         self._write = threading.Lock()
         self._gone: str | None = None
         self._closed = threading.Event()
@@ -55,17 +52,10 @@ class AgentClient:
     def call(self, op: str, timeout_s: float = CALL_TIMEOUT_S, **args: Any) -> dict[str, Any]:
         if self._gone:
             raise AgentError(self._gone)
-        msg_id = next(self._ids)
-        box: queue.Queue = queue.Queue(maxsize=1)
-        self._replies[msg_id] = box
         try:
-            self._send({"id": msg_id, "op": op, **args})
-            try:
-                reply = box.get(timeout=timeout_s)
-            except queue.Empty:
-                raise AgentError(f"host {self.name}: {op} got no answer within {timeout_s:g} s") from None
-        finally:
-            self._replies.pop(msg_id, None)
+            reply = self._replies.ask(self._send, {"op": op, **args}, timeout_s)
+        except TimeoutError:
+            raise AgentError(f"host {self.name}: {op} got no answer within {timeout_s:g} s") from None
         if reply is None:
             raise AgentError(self._gone or f"host {self.name}: the agent is gone")
         if not reply.get("ok"):
@@ -84,14 +74,9 @@ class AgentClient:
 
     def _read(self) -> None:
         assert self.proc is not None and self.proc.stdout is not None
-        for line in self.proc.stdout:
-            msg = control.decode(line)
-            if msg is None:
-                continue
+        for msg in control.messages(self.proc.stdout):
             if msg.get("type") == "reply":
-                box = self._replies.get(msg.get("id"))
-                if box is not None and box.empty():
-                    box.put_nowait(msg)
+                self._replies.deliver(msg)
             elif msg.get("type") == "event" and self.on_event is not None:
                 try:
                     self.on_event(msg["record"])
@@ -103,9 +88,7 @@ class AgentClient:
     def _lose(self, why: str) -> None:
         if self._gone is None:
             self._gone = why
-        for box in list(self._replies.values()):
-            if box.empty():
-                box.put_nowait(None)
+        self._replies.close()
 
     def _renew(self) -> None:
         """A `renew` line every lease / 4, its answer not awaited: an answer slower than the lease (an agent still
@@ -115,7 +98,7 @@ class AgentClient:
             if self._gone:
                 return
             try:
-                self._send({"id": next(self._ids), "op": "renew"})
+                self._send({"id": self._replies.next_id(), "op": "renew"})
             except AgentError:
                 return
 

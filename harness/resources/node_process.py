@@ -5,7 +5,6 @@ a richer "caught up" check subclasses it and overrides `wait_caught_up`."""
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import time
 from dataclasses import dataclass, field
@@ -14,6 +13,7 @@ from faults.errors import FaultError, NodeNotBack
 from faults.journal import Journal
 from faults.target import PidFile
 from harness.resources.processes import ManagedProcess, spawn
+from loads.process import exit_words
 
 FACTORY = "harness.resources.node_process:ProcessNode.from_json"
 POLL_S = 0.02
@@ -84,7 +84,8 @@ class ProcessNode:
         was stopped through `stop`."""
         if self.process is None or self.process.alive():
             return None
-        return describe_exit(self.process.popen.returncode)
+        code = self.process.popen.returncode
+        return "ended (status unknown)" if code is None else exit_words(code)
 
     def wait_ready(self, timeout_s: float) -> None:
         """Running, and accepting TCP connections on `ready_port` when one is set."""
@@ -115,17 +116,6 @@ class ProcessNode:
         keys = ("name", "argv", "run_id", "pidfile", "cgroups", "env", "cwd", "log_path", "ready_port", "ready_host",
                 "stop_timeout_s")
         return cls(journal=journal, **{k: data[k] for k in keys if k in data})
-
-
-def describe_exit(code: int | None) -> str:
-    if code is None:
-        return "ended (status unknown)"
-    if code < 0:
-        try:
-            return f"killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"killed by signal {-code}"
-    return f"exit {code}"
 
 
 def accepts(port: int, host: str = "127.0.0.1") -> bool:
