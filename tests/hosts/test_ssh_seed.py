@@ -16,14 +16,14 @@ REPO = Path(__file__).resolve().parents[2]
 RUN_TIMEOUT_S = 600
 
 
-def run_on_hosts(cluster, scenario: str | Path, tmp_path: Path, inventory: Path | None = None
+def run_on_hosts(cluster, scenario: str | Path, tmp_path: Path, inventory: Path | None = None, *extra: str
                  ) -> tuple[int, Path, str]:
     """`rmq-chaos run` of a scenario (a file of scenarios/, or a path) on the hosts, then `cleanup --hosts`, which
     must find nothing to undo: (exit code, run dir, stderr)."""
     state, out = tmp_path / "state", tmp_path / "runs"
     inventory = inventory or cluster.inventory
     proc = cluster.rmq_chaos(["run", str(REPO / "scenarios" / scenario), "--out", str(out), "--backend", "ssh",
-                              "--hosts", str(inventory)], state, stderr=subprocess.PIPE, text=True)
+                              "--hosts", str(inventory), *extra], state, stderr=subprocess.PIPE, text=True)
     try:
         _, err = proc.communicate(timeout=RUN_TIMEOUT_S)
     finally:

@@ -16,7 +16,10 @@ from pathlib import Path
 
 import pytest
 from conftest import inventory_text
-from runsupport import events, rows, shortened
+from runsupport import events, full_only, rows, shortened
+from test_readonly_two_groups_scenario import SCENARIO as READONLY
+from test_readonly_two_groups_scenario import SHORTER as READONLY_SHORTER
+from test_readonly_two_groups_scenario import check_retry, only
 from test_ssh_seed import run_on_hosts
 
 pytestmark = [pytest.mark.root, pytest.mark.spark]
@@ -30,12 +33,12 @@ from the slave)."""
 CROSSWISE = {"namesrv": ("n1",), "master": ("n2", "n3"), "slave": ("n3", "n2"), "load": ("n4",)}
 
 
-def valid_crosswise_run(cluster, scenario: Path, tmp_path: Path) -> tuple[Path, dict, dict]:
+def valid_crosswise_run(cluster, scenario: Path, tmp_path: Path, *extra: str) -> tuple[Path, dict, dict]:
     """`scenario` run on the hosts with the CROSSWISE inventory, exit 0 with every expectation held (then nothing
     left on any host: `run_on_hosts`); (run dir, verdict.json, cluster.json)."""
     inventory = tmp_path / "inventory.yaml"
     inventory.write_text(inventory_text(cluster.hosts, cluster.base, groups=CROSSWISE), encoding="utf-8")
-    code, run_dir, err = run_on_hosts(cluster, scenario, tmp_path, inventory)
+    code, run_dir, err = run_on_hosts(cluster, scenario, tmp_path, inventory, *extra)
     verdict = json.loads((run_dir / "report" / "verdict.json").read_text())
     bad = [(r["name"], r["status"], r["measured"]) for r in verdict["expectations"] if r["status"] != "held"]
     assert code == 0 and not bad, (bad, err[-3000:])
@@ -63,3 +66,17 @@ def test_group_master_killed_holds_across_hosts(cluster, tmp_path: Path) -> None
     consumed = rows(run_dir / "consumes")
     assert {(r["broker"], r["broker_id"]) for r in consumed} == {("broker-a", 0), ("broker-a", 1), ("broker-b", 0)}
     assert {r["broker"] for r in rows(run_dir / "metrics" / "lag")} == {"broker-a", "broker-b"}
+
+
+@pytest.mark.long
+@pytest.mark.parametrize("switch", [pytest.param(s, marks=full_only("~80 s")) for s in ("off", "on")])
+def test_the_seed_pair_on_broker_a_across_hosts(cluster, tmp_path: Path, switch: str) -> None:
+    """`scenarios/slave-readonly-two-groups.yaml` (the seed incident on broker-a's slave, read-only under load, the
+    outage shortened) crosswise across hosts: each half's expectations hold as on the local backend, and the
+    read-only fault struck broker-a's slave on n3, its host."""
+    run_dir, verdict, info = valid_crosswise_run(cluster, shortened(READONLY, tmp_path, READONLY_SHORTER), tmp_path,
+                                                 "--only", only(switch))
+    check_retry(run_dir, verdict, switch)
+    applied = next(e for e in events(run_dir) if e["event"] == "fault" and e["action"] == "apply"
+                   and e["status"] == "ok")
+    assert (applied["target"], applied["node"], applied["host"]) == ("broker-a/slave", "broker-a-slave", "n3")
