@@ -151,11 +151,32 @@ def e2fsck(device: str, in_use_timeout_s: float = E2FSCK_IN_USE_TIMEOUT_S) -> tu
             break
         if "in use" not in proc.stdout + proc.stderr or time.monotonic() >= deadline:
             msg = (proc.stderr.strip() or proc.stdout.strip() or "no output").splitlines()[-1]
-            raise ToolError(f"e2fsck -f -y {device}: exit 8: {msg}")
+            held = mounted_in(device)
+            raise ToolError(f"e2fsck -f -y {device}: exit 8: {msg}"
+                            + (f" (still mounted in the mount namespace of pids {held[:8]})" if held else ""))
         time.sleep(0.2)
     tail = [line for line in proc.stdout.splitlines() if line.strip()] or \
         [line for line in proc.stderr.splitlines() if line.strip()]
     return proc.returncode, (tail[-1] if tail else "")
+
+
+def mounted_in(device: str) -> list[int]:
+    """Pids in whose mount namespace `device` is still mounted (a copy of the mount in another namespace keeps the
+    filesystem in use after its umount here), by /proc/<pid>/mountinfo's major:minor."""
+    try:
+        rdev = os.stat(device).st_rdev
+    except OSError:
+        return []
+    want = f"{os.major(rdev)}:{os.minor(rdev)}"
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/mountinfo", encoding="utf-8", errors="replace") as f:
+                if any(line.split(" ", 3)[2:3] == [want] for line in f):
+                    found.append(int(pid))
+        except OSError:
+            continue
+    return sorted(found)
 
 
 def holders_of(target: str) -> list[int]:

@@ -13,6 +13,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+import psutil
+
 from faults.docker import engine
 from faults.errors import FaultError, NodeNotBack
 from faults.journal import Journal
@@ -23,6 +25,8 @@ from harness.resources.node_process import accepts
 
 FACTORY = "harness.backends.compose_node:ContainerNode.from_json"
 STOP_TIMEOUT_S = 15
+GONE_TIMEOUT_S = 60
+"""How long `stop` waits, after Docker says the container is down, for the last of its processes to be gone."""
 LOG_TAIL = 5
 
 
@@ -60,6 +64,18 @@ class ContainerNode(BrokerChecks):
     def _container(self) -> Any:
         return engine.container(self.container)
 
+    @staticmethod
+    def _processes(ct: Any) -> list[ProcId]:
+        """The container's main process and its descendants as the host sees them ([] when it is not running)."""
+        pid = int(ct.attrs["State"].get("Pid") or 0) if ct.status in ("running", "paused", "restarting") else 0
+        if not pid:
+            return []
+        try:
+            pids = [pid, *(c.pid for c in psutil.Process(pid).children(recursive=True))]
+        except psutil.Error:
+            return []
+        return [p for p in map(ProcId.of, pids) if p is not None]
+
     def refresh_pid(self) -> list[int]:
         """Write the container's main pid (as the host sees it) to the pidfile; [] when it is not running."""
         ct = self._container()
@@ -94,9 +110,14 @@ class ContainerNode(BrokerChecks):
         self.refresh_pid()
 
     def stop(self) -> None:
-        """`docker stop` (SIGTERM, SIGKILL after `stop_timeout_s`); returns once the container is down."""
+        """`docker stop` (SIGTERM, SIGKILL after `stop_timeout_s`); returns once the container is down and every
+        process it had is gone. Docker says "exited" when the main process has exited, while its other processes
+        may still be tearing down their memory (a broker's mapped commitlog): until the last one is gone, the
+        container's mount namespace keeps the store's filesystem in use, and `e2fsck` after the store's umount
+        finds the device "in use" (a readonly_fs revert under load waited 15 s for it)."""
         self.stopped = True
         ct = self._container()
+        procs = self._processes(ct)
         if ct.status in ("running", "paused", "restarting"):
             try:
                 ct.stop(timeout=self.stop_timeout_s)
@@ -106,6 +127,12 @@ class ContainerNode(BrokerChecks):
         while self._container().status in ("running", "paused", "restarting"):
             if time.monotonic() >= deadline:
                 raise FaultError(f"node {self.name}: container {ct.name} does not stop")
+            time.sleep(POLL_S)
+        deadline = time.monotonic() + GONE_TIMEOUT_S
+        while left := [p.pid for p in procs if p.exists()]:
+            if time.monotonic() >= deadline:
+                raise FaultError(f"node {self.name}: container {ct.name} stopped, its processes {left} are still "
+                                 f"there after {GONE_TIMEOUT_S:g} s")
             time.sleep(POLL_S)
         try:
             os.unlink(self.pidfile)
