@@ -61,9 +61,10 @@ def compose_run(scenario: Path, tmp_path: Path, image: str, timeout_s: float, *e
     return code, run_dir_of(out), state
 
 
-def valid_compose_run(scenario: Path, tmp_path: Path, image: str, timeout_s: float) -> tuple[Path, dict, Path]:
+def valid_compose_run(scenario: Path, tmp_path: Path, image: str, timeout_s: float, *extra: str
+                      ) -> tuple[Path, dict, Path]:
     """`compose_run` on the emulator program that exited 0 with every expectation held: (run dir, verdict, state)."""
-    code, run_dir, state = compose_run(scenario, tmp_path, image, timeout_s, "--program", "emulator")
+    code, run_dir, state = compose_run(scenario, tmp_path, image, timeout_s, "--program", "emulator", *extra)
     verdict = json.loads((run_dir / "report" / "verdict.json").read_text())
     bad = [(r["name"], r["status"], r["measured"]) for r in verdict["expectations"] if r["status"] != "held"]
     assert code == 0 and not bad, bad
