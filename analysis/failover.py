@@ -6,8 +6,9 @@ container) when that came before it. `roles` answers count from the apply's star
 master before the harness has heard that its kill is done (`docker kill` returns after the container is dead: an
 election 0.1 s after the kill, the ok 0.2 s after it); a figure is never below 0.
 
-- failover_election_s: first `roles` event after t where the controller names a master other than the fault's node
-- failover_route_s: first `roles` event after t where the name server's route gives brokerId 0 to another node
+- failover_election_s: first `roles` answer (from the apply's start) where the controller names a master other than
+  the fault's node, from t
+- failover_route_s: first `roles` answer (the same) where the name server's route gives brokerId 0 to another node
 - failover_first_ok_s: end of the first SEND_OK among the sends started after t
 - failover_unavailable_s: that end minus the end of the last SEND_OK completed before t (producers without a
   master that acknowledges)
