@@ -20,7 +20,23 @@ same channel to the broker), `python-own` (the scenario as it is: its probe name
 it meanwhile do not mix into the batch. Tables: per phase (warm-up
 excluded; the fault's phase also split at `--split-s`) and client, the count of each outcome class (word, and the
 response code of an MQClientException / MQBrokerException), one column per run; `--detail` adds the cause of each
-MQClientException and the median time to the failure."""
+MQClientException and the median time to the failure.
+
+Several broker groups (a scenario with `cluster.groups`, e.g. scenarios/slave-readonly-two-groups.yaml, an open-model
+flood and a matrix): `--variant` names the matrix runs to make (default every one; `off`, `retry_not_store_ok=off`
+or the full name), each round runs every kind for every variant; the Python run is `rmq-chaos run --only
+<variant>`, the Java run gets the variant's flood: its open model (`--rate`, `--max-threads`, `--max-lag-ms`) and
+its `retry_another_broker_when_not_store_ok` (`--retry-another-broker`), and a pre-warm of `--java-prewarm` small
+sends before its load (a cold JVM on a busy machine took seconds per send at first, and the open flood then piled up
+hundreds of sends that timed out and closed the client's channels: a storm of the client's own making).
+`--client-home DIR` chooses whose `lib/*` the Java client comes from (e.g. the 5.3.0 distribution), the brokers are
+always `$ROCKETMQ_HOME`'s. Where the rows name more than one broker group the tables add, per phase and group, the
+share of the phase's sends that ended on the group and of each outcome class there
+(`java_vs_python_tables.group_report`):
+
+    sudo ROCKETMQ_HOME=/work/rmq-dist/rocketmq-4.9.1 .venv/bin/python benchmarks/java_vs_python_outcomes.py \\
+        --scenario scenarios/slave-readonly-two-groups.yaml --rounds 1 --order java-own,python-own \\
+        --client-home /work/rmq-dist/rocketmq-5.3.0 --out /var/tmp/jvp2"""
 from __future__ import annotations
 
 import argparse
@@ -35,7 +51,7 @@ import threading
 import time
 from pathlib import Path
 
-from java_vs_python_tables import read_jsonl, report, waves
+from java_vs_python_tables import group_report, read_jsonl, report, waves
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -57,11 +73,20 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scenario", default=str(REPO / "scenarios" / "slave-readonly-default.yaml"))
     parser.add_argument("--rocketmq-home", default=os.environ.get("ROCKETMQ_HOME"))
+    parser.add_argument("--client-home", metavar="DIR",
+                        help="the distribution whose lib/* the Java client comes from (default: --rocketmq-home); "
+                             "the brokers always run from --rocketmq-home")
+    parser.add_argument("--variant", action="append", default=[], metavar="NAME",
+                        help="a run of the scenario's matrix (full name, `key=value` or the value; repeat or "
+                             "comma-separate; default: every run)")
     parser.add_argument("--broker", choices=("apache", "silent"), default="apache",
                         help="the scenario's cluster on the Apache distribution with its faults, or a scripted broker "
                              "that stops answering sends at the fault's phase (client side only)")
     parser.add_argument("--floodprobe-arg", action="append", default=[], metavar="ARG",
                         help="an extra FloodProbe argument, e.g. --floodprobe-arg=--warm-failures --floodprobe-arg=30")
+    parser.add_argument("--java-prewarm", type=int, default=2000, metavar="N",
+                        help="open-model flood: FloodProbe's --prewarm-sends (128 B sends before the load, no rows, so "
+                             "the JVM's send path is compiled before the first timed send; 0: none)")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--order", default="java-own,python-own",
                         help=f"runs of one round, from {', '.join(RUN_KINDS)}")
@@ -77,6 +102,9 @@ def main() -> int:
     if args.analyze:
         dirs = [Path(d) for d in args.analyze]
         print(report(dirs, args.split_s, args.detail, args.compact))
+        groups = group_report(dirs, args.split_s)
+        if groups:
+            print("\n" + groups)
         if args.waves:
             print(waves(dirs))
         return 0
@@ -86,6 +114,11 @@ def main() -> int:
         parser.error(f"--order: {', '.join(bad)}; allowed: {', '.join(RUN_KINDS)}")
     if not args.rocketmq_home or not (Path(args.rocketmq_home) / "lib").is_dir():
         parser.error("--rocketmq-home (or $ROCKETMQ_HOME): an Apache RocketMQ binary distribution (its client jars)")
+    client_home = Path(args.client_home or args.rocketmq_home).resolve()
+    if not (client_home / "lib").is_dir():
+        parser.error(f"--client-home {client_home}: no lib/ (an Apache RocketMQ binary distribution)")
+    variants = pick_variants(args.scenario, [v.strip() for x in args.variant for v in x.split(",") if v.strip()],
+                             parser)
     from harness import netns
     if args.broker == "apache" and not netns.inside():
         os.environ["ROCKETMQ_HOME"] = str(Path(args.rocketmq_home).resolve())
@@ -95,6 +128,8 @@ def main() -> int:
     os.environ["ROCKETMQ_HOME"] = str(Path(args.rocketmq_home).resolve())
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     FloodProbeProcess.extra_args = args.floodprobe_arg
+    FloodProbeProcess.client_home = str(client_home)
+    FloodProbeProcess.prewarm = args.java_prewarm
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     batch = out / time.strftime("%Y%m%dT%H%M%S")
@@ -102,29 +137,77 @@ def main() -> int:
     scenarios = snapshot_scenario(Path(args.scenario), batch)
     done: list[Path] = []
     for r in range(1, args.rounds + 1):
-        for kind in order:
-            state = Path(tempfile.mkdtemp(prefix="rmq-chaos-state-"))
-            os.environ["RMQ_CHAOS_STATE"] = str(state)
-            run_dir = batch / f"r{r}-{kind}"
-            run_dir.mkdir()
-            log(f"round {r}: {kind} -> {run_dir} (load average {os.getloadavg()[0]:.2f})")
-            before = leftovers(state)
-            try:
-                program, probe = kind.split("-")
-                if args.broker == "silent":
-                    silent_run(scenarios["own"], run_dir, kind)
-                elif program == "python":
-                    python_run(scenarios[probe], run_dir, kind)
-                else:
-                    java_run(scenarios["own"], run_dir, probe)
-                done.append(run_dir)
-            finally:
-                check_clean(state, run_dir, before)
-            print(report([run_dir], args.split_s, args.detail), flush=True)
+        for variant in variants:
+            for kind in order:
+                state = Path(tempfile.mkdtemp(prefix="rmq-chaos-state-"))
+                os.environ["RMQ_CHAOS_STATE"] = str(state)
+                run_dir = batch / (f"r{r}-{kind}" + (f"-{variant_value(variant)}" if variant else ""))
+                run_dir.mkdir()
+                log(f"round {r}: {kind} {variant or ''} -> {run_dir} (load average {os.getloadavg()[0]:.2f})")
+                before = leftovers(state)
+                try:
+                    program, probe = kind.split("-")
+                    if args.broker == "silent":
+                        silent_run(scenarios["own"], run_dir, kind)
+                    elif program == "python":
+                        python_run(scenarios[probe], run_dir, kind, variant)
+                    else:
+                        java_run(scenarios["own"], run_dir, probe, variant)
+                    done.append(run_dir)
+                finally:
+                    check_clean(state, run_dir, before)
+                print(report([run_dir], args.split_s, args.detail), flush=True)
     text = report(done, args.split_s, args.detail, args.compact) + ("\n\n" + waves(done) if args.waves else "")
+    groups = group_report(done, args.split_s)
+    if groups:
+        text += "\n\n" + groups
     (batch / "report.md").write_text(text)
     print(text)
     return 0
+
+
+def pick_variants(scenario_path: str, wanted: list[str], parser) -> list[str | None]:
+    """The matrix runs to make: the full names of those `wanted` names (full, `key=value` or the value), default
+    every run; [None] for a scenario without a matrix."""
+    from harness.scenario import load_scenarios
+
+    names = [s.name for s in load_scenarios(scenario_path)]
+    if len(names) == 1 and "." not in names[0]:
+        if wanted:
+            parser.error(f"--variant: {scenario_path} has no matrix")
+        return [None]
+    if not wanted:
+        return names
+    picked = []
+    for w in wanted:
+        found = [n for n in names if n == w or n.endswith("." + w) or n.split("=")[-1] == w]
+        if len(found) != 1:
+            parser.error(f"--variant {w}: {'ambiguous' if found else 'no such run'}; allowed: {', '.join(names)}")
+        picked.append(found[0])
+    return picked
+
+
+def variant_value(variant: str) -> str:
+    """`slave-readonly-two-groups.retry_not_store_ok=off` -> `off` (for directory names)."""
+    return re.sub(r"[^A-Za-z0-9_.=-]", "_", variant.split("=")[-1] if "=" in variant else variant.split(".")[-1])
+
+
+def variant_file(scenario_path: str, variant: str | None, run_dir: Path) -> str:
+    """A scenario file of the one run `variant` of the scenario's matrix (`rmq-chaos cluster up` takes a scenario of
+    one run), written into the run directory; the scenario itself when `variant` is None."""
+    import yaml
+
+    from harness.scenario.matrix import expand
+    from harness.scenario.reader import load_marked
+
+    if variant is None:
+        return scenario_path
+    data, marks = load_marked(scenario_path)
+    combo = next(c for c in expand(data, marks) if c.data["name"] == variant)
+    doc = dict(combo.data, name=data["name"])
+    path = run_dir / "scenario-variant.yaml"
+    path.write_text(f"# {variant}\n" + yaml.safe_dump(doc, sort_keys=False))
+    return str(path)
 
 
 def snapshot_scenario(path: Path, batch: Path) -> dict[str, str]:
@@ -160,17 +243,33 @@ class FloodProbeProcess:
     """benchmarks/java/FloodProbe.java with the scenario's flood and probe, started and ready (`ready_wall_ns`)."""
 
     extra_args: list[str] = []
+    client_home: str | None = None  # whose lib/* (default $ROCKETMQ_HOME)
+    prewarm = 0  # open-model flood: --prewarm-sends
 
     def __init__(self, scenario, namesrv: str, run_dir: Path, probe_mode: str) -> None:
-        home = os.environ["ROCKETMQ_HOME"]
+        home = self.client_home or os.environ["ROCKETMQ_HOME"]
+        clients = {c.name: c for c in scenario.load.clients}
+        if "probe" not in clients:
+            probe_mode = "none"
         cmd = ["java", "-Xms256m", "-Xmx512m", f"-Drocketmq.client.logRoot={run_dir / 'clientlog'}",
                "-cp", f"{home}/lib/*", str(FLOOD_PROBE), "--namesrv", namesrv, "--out", str(run_dir / "sends.csv"),
                "--run-id", run_dir.name, "--probe-mode", probe_mode]
-        clients = {c.name: c for c in scenario.load.clients}
         if "flood" in clients:
             f = clients["flood"]
-            cmd += ["--flood-threads", str(f.users), "--flood-timeout-ms", str(round(f.timeout * 1000)),
-                    "--flood-size", str(f.message_size)]
+            cmd += ["--flood-timeout-ms", str(round(f.timeout * 1000)), "--flood-size", str(f.message_size)]
+            if (f.model or scenario.load.model) == "open":
+                open_clients = [c for c in scenario.load.clients if (c.model or scenario.load.model) == "open"]
+                rate = f.rate or (f.share or 1.0 / len(open_clients)) * scenario.load.rate
+                users = f.users or 1
+                cmd += ["--rate", f"{rate:g}", "--flood-threads", str(users),
+                        "--max-threads", str(f.max_users or users), "--max-lag-ms",
+                        str(round(scenario.load.max_lag * 1000))]
+                if self.prewarm:
+                    cmd += ["--prewarm-sends", str(self.prewarm)]
+            else:
+                cmd += ["--flood-threads", str(f.users)]
+            if f.retry_another_broker_when_not_store_ok is not None:
+                cmd += ["--retry-another-broker", str(f.retry_another_broker_when_not_store_ok).lower()]
         if "probe" in clients:
             p = clients["probe"]
             cmd += ["--probe-timeout-ms", str(round(p.timeout * 1000)), "--probe-size", str(p.message_size)]
@@ -224,14 +323,17 @@ def timeline(phases, prepare, fire) -> list[dict]:
     return done
 
 
-def java_run(scenario_path: str, run_dir: Path, probe_mode: str) -> None:
+def java_run(scenario_path: str, run_dir: Path, probe_mode: str, variant: str | None = None) -> None:
     """The scenario's cluster on the Apache distribution, FloodProbe's load, the faults by `rmq-chaos fault apply`."""
     from faults.cluster_state import read_cluster_state
     from faults.journal import default_state_dir
     from harness.scenario import load_scenarios
 
+    scenario_path = variant_file(scenario_path, variant, run_dir)
     scenario = load_scenarios(scenario_path)[0]
-    meta: dict = {"kind": f"java-{probe_mode}", "broker": "apache", "scenario": scenario.name,
+    client_home = FloodProbeProcess.client_home or os.environ["ROCKETMQ_HOME"]
+    meta: dict = {"kind": f"java-{probe_mode}", "broker": "apache", "scenario": scenario.name, "variant": variant,
+                  "client_home": client_home, "client_version": client_version(client_home),
                   "load_average": os.getloadavg(), "phases": [], "faults": []}
     up = rmq_chaos("cluster", "up", scenario_path, "--program", "apache", "--detach", "--out", str(run_dir / "cluster"))
     found = re.search(r"cluster (\S+) is up", up.stdout)
@@ -349,7 +451,7 @@ def load_spec(scenario, namesrv: str, probe: str) -> dict:
 
 def arm_fault(fault, run_dir: Path) -> tuple:
     """`rmq-chaos fault apply` (with verify) started ahead of the phase, its imports done; it applies on the cue."""
-    argv = ["fault", "apply", fault.kind, "--node", fault.target, "--id", fault.id,
+    argv = ["fault", "apply", fault.kind, "--node", fault.target.replace("/", "-"), "--id", fault.id,
             "--events", str(run_dir / "events.jsonl")]
     if fault.params:
         argv += ["--params", json.dumps(fault.params)]
@@ -368,14 +470,23 @@ def sleep_until(at: float) -> None:
 
 # -- a Python run ----------------------------------------------------------------------------------------------------
 
-def python_run(scenario_path: str, run_dir: Path, kind: str) -> None:
-    proc = rmq_chaos("run", scenario_path, "--program", "apache", "--no-report", "--out", str(run_dir), check=False,
-                     timeout=900)
+def client_version(home: str) -> str:
+    """The rocketmq-client jar's version in `home`/lib (e.g. 4.9.1), or the directory's name."""
+    jars = sorted(Path(home, "lib").glob("rocketmq-client-*.jar"))
+    found = re.match(r"rocketmq-client-(.+)\.jar$", jars[0].name) if jars else None
+    return found.group(1) if found else Path(home).name
+
+
+def python_run(scenario_path: str, run_dir: Path, kind: str, variant: str | None = None) -> None:
+    only = ["--only", variant] if variant else []
+    proc = rmq_chaos("run", scenario_path, *only, "--program", "apache", "--no-report", "--out", str(run_dir),
+                     check=False, timeout=900)
     (run_dir / "run.txt").write_text(proc.stdout + proc.stderr)
     made = [d for d in run_dir.iterdir() if (d / "events.jsonl").exists()]
     if not made:
         raise RuntimeError(f"rmq-chaos run: exit {proc.returncode}, no run directory\n{proc.stderr[-2000:]}")
-    meta = {"kind": kind, "run_dir": str(made[0]), "run_id": made[0].name, "exit": proc.returncode, "load_average": os.getloadavg()}
+    meta = {"kind": kind, "run_dir": str(made[0]), "run_id": made[0].name, "exit": proc.returncode,
+            "load_average": os.getloadavg(), "variant": variant}
     (run_dir / "run.json").write_text(json.dumps(meta, indent=1))
 
 

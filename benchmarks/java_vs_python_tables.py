@@ -1,6 +1,8 @@
 """The tables of `java_vs_python_outcomes.py`: a result directory's rows (a Java run's `sends.csv`, a Python run's
-request parts) per phase and client, counted per outcome class, one column per run; and the flood's failures in the
-fault's phase as waves."""
+request parts) per phase and client, counted per outcome class, one column per run; the flood's failures in the
+fault's phase as waves; and, where the rows name several broker groups, per phase and group the share of the sends
+that ended on each group and of each outcome class there (`group_report`). A row belongs to the phase of its
+intended time (its start in a closed model)."""
 from __future__ import annotations
 
 import csv
@@ -18,7 +20,8 @@ def read_jsonl(path: Path) -> list[dict]:
 
 
 def load_rows(run_dir: Path) -> tuple[str, list[tuple[str, float, float]], list[dict]]:
-    """(kind, phase windows [(name, start_ns, end_ns)], rows {client, start_ns, end_ns, outcome, code, remark})."""
+    """(kind, phase windows [(name, start_ns, end_ns)], rows {client, intended_ns, start_ns, end_ns, outcome, code,
+    remark, broker, attempts}); broker: the group the send ended on ("" unknown), attempts: None unknown."""
     meta = json.loads((run_dir / "run.json").read_text())
     if "phases" in meta:
         windows = [(p["name"], p["start_wall_ns"], p["start_wall_ns"] + p["duration_s"] * 1e9) for p in meta["phases"]]
@@ -29,17 +32,22 @@ def load_rows(run_dir: Path) -> tuple[str, list[tuple[str, float, float]], list[
         if "phases" not in meta:  # a harness run: its own phase events
             windows = [(e["phase"], e["wall_ns"], e["wall_ns"] + e["duration_s"] * 1e9)
                        for e in read_jsonl(rd / "events.jsonl") if e["event"] == "phase_start"]
-        cols = ["client", "start_ns", "end_ns", "outcome", "response_code", "remark"]
+        cols = ["client", "intended_ns", "start_ns", "end_ns", "outcome", "response_code", "remark", "broker",
+                "attempts"]
         table = pq.read_table(sorted((rd / "requests").glob("*.parquet")), columns=cols).to_pylist()
-        rows = [{"client": t["client"], "start_ns": t["start_ns"], "end_ns": t["end_ns"], "outcome": t["outcome"],
-                 "code": t["response_code"], "remark": t["remark"] or ""} for t in table]
+        rows = [{"client": t["client"], "intended_ns": t["intended_ns"] or t["start_ns"], "start_ns": t["start_ns"],
+                 "end_ns": t["end_ns"], "outcome": t["outcome"], "code": t["response_code"],
+                 "remark": t["remark"] or "", "broker": t["broker"] or "", "attempts": t["attempts"]} for t in table]
         return meta["kind"], windows, rows
     rows = []
     with open(run_dir / "sends.csv", newline="") as f:
         for t in csv.DictReader(f):
-            rows.append({"client": t["client"], "start_ns": int(t["start_ns"]), "end_ns": int(t["end_ns"]),
-                         "outcome": t["outcome"], "code": int(t["response_code"]) if t["response_code"] else None,
-                         "remark": t["remark"]})
+            sent = t.get("brokers_sent")  # absent in rows of older FloodProbe versions
+            rows.append({"client": t["client"], "intended_ns": int(t.get("intended_ns") or t["start_ns"]),
+                         "start_ns": int(t["start_ns"]), "end_ns": int(t["end_ns"]), "outcome": t["outcome"],
+                         "code": int(t["response_code"]) if t["response_code"] else None, "remark": t["remark"],
+                         "broker": t.get("broker") or "",
+                         "attempts": len(sent.split("|")) if sent else None})
     return meta["kind"], windows, rows
 
 
@@ -65,7 +73,7 @@ def cause_class(row: dict) -> str:
 
 
 def label(row: dict, windows, split_s: float, fault_phase: str | None) -> list[str]:
-    start = row["start_ns"]
+    start = row.get("intended_ns") or row["start_ns"]
     for name, lo, hi in windows:
         if lo <= start < hi:
             if name == fault_phase:
@@ -88,14 +96,7 @@ def report(dirs: list[Path], split_s: float, detail: bool, compact: bool = False
         runs.append((f"{SHORT[kind]}{seen[SHORT[kind]]}", d, kind, windows, rows))
     if not runs:
         return "(no runs)"
-    fault_phase = "readonly"
-    for _, d, kind, _, _ in runs:
-        meta = json.loads((d / "run.json").read_text())
-        if not kind.startswith("python") and meta.get("faults"):
-            with_faults = [p["name"] for p in meta["phases"] if p.get("faults")]
-            fault_phase = with_faults[0] if with_faults else next(
-                (p["name"] for p in meta["phases"] if p["name"] not in ("warmup", "healthy")), fault_phase)
-            break
+    fault_phase = find_fault_phase(runs)
     counts: dict[tuple[str, str], dict[str, Counter]] = defaultdict(lambda: defaultdict(Counter))
     times: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for name, _d, _kind, windows, rows in runs:
@@ -134,6 +135,110 @@ def report(dirs: list[Path], split_s: float, detail: bool, compact: bool = False
                 out.append(lead + " | ".join(cells) + " |")
             if not compact:
                 out.append("")
+    return "\n".join(out)
+
+
+def find_fault_phase(runs) -> str:
+    """The first phase with faults, as a Java run's record has it (default "readonly")."""
+    fault_phase = "readonly"
+    for _, d, kind, _, _ in runs:
+        meta = json.loads((d / "run.json").read_text())
+        if not kind.startswith("python") and meta.get("faults"):
+            with_faults = [p["name"] for p in meta["phases"] if p.get("faults")]
+            fault_phase = with_faults[0] if with_faults else next(
+                (p["name"] for p in meta["phases"] if p["name"] not in ("warmup", "healthy")), fault_phase)
+            break
+    return fault_phase
+
+
+def run_label(run_dir: Path, kind: str) -> str:
+    """`J4.9.1 off`, `J5.3.0 on`, `P off`: who sent (the Java client's version) and the matrix variant's value."""
+    meta = json.loads((run_dir / "run.json").read_text())
+    who = SHORT[kind] + ((meta.get("client_version") or "4.9.1") if kind.startswith("java") else "")
+    variant = meta.get("variant")
+    return who + (" " + variant.split("=")[-1] if variant else "")
+
+
+ALL_GROUPS = "all"
+GAP_PP = 5.0
+
+
+def group_report(dirs: list[Path], split_s: float) -> str:
+    """Markdown, where the runs' rows name more than one broker group ("" otherwise): per phase (warm-up excluded,
+    the fault's phase also split at `split_s`) and group, the share (%) of the phase's sends that ended on the group,
+    that were retried (more than one attempt), and of each outcome class (on the group, and over all groups), with
+    the count; one column per run. `most J-P`: the largest difference in percentage points between a Java run and a
+    Python run of the same variant, bold above 5."""
+    runs, seen = [], Counter()
+    for d in dirs:
+        kind, windows, rows = load_rows(d)
+        name = run_label(d, kind)
+        seen[name] += 1
+        runs.append((name, d, kind, windows, rows))
+    groups = sorted({r["broker"] for run in runs for r in run[4] if r["broker"]})
+    if len(groups) < 2:
+        return ""
+    twice = {n for n, c in seen.items() if c > 1}
+    numbered, names = Counter(), []
+    for i, (name, *rest) in enumerate(runs):
+        if name in twice:
+            numbered[name] += 1
+            name = f"{name} #{numbered[name]}"
+        names.append(name)
+        runs[i] = (name, *rest)
+    fault_phase = find_fault_phase(runs)
+    totals: dict[str, Counter] = defaultdict(Counter)  # phase -> run -> sends
+    cells: dict[tuple[str, str, str], Counter] = defaultdict(Counter)  # (phase, group, what) -> run -> count
+    order: list[str] = []
+    for name, _d, _kind, windows, rows in runs:
+        for w in windows:
+            for p in ([w[0]] if w[0] != fault_phase else [w[0], f"{w[0]} <{split_s:g}s", f"{w[0]} >={split_s:g}s"]):
+                if p not in order and p != "warmup":
+                    order.append(p)
+        for row in rows:
+            group = row["broker"] or "(none)"
+            cls = outcome_class(row)
+            for phase in label(row, windows, split_s, fault_phase):
+                if phase == "warmup":
+                    continue
+                totals[phase][name] += 1
+                cells[(phase, group, "sends")][name] += 1
+                cells[(phase, group, cls)][name] += 1
+                cells[(phase, ALL_GROUPS, cls)][name] += 1
+                if (row["attempts"] or 0) > 1:
+                    cells[(phase, group, "retried")][name] += 1
+    variant = {n: n.split(" ")[1] if " " in n else "" for n in names}
+    java = [n for n in names if n.startswith("J")]
+    python = [n for n in names if n.startswith("P")]
+    out = ["Share of the phase's sends, % (count). sends: ended on the group; retried: more than one attempt; "
+           "an outcome class: ended so (on the group, or on any: `all`). most J-P: the largest difference, in "
+           "percentage points, between a Java and a Python run of the same variant (bold: above 5).", "",
+           "| phase | group | what | " + " | ".join(names) + " | most J-P |",
+           "|" + "---|" * 3 + "---:|" * (len(names) + 1)]
+    for phase in order:
+        whole = totals.get(phase)
+        if not whole:
+            continue
+        out.append(f"| {phase} | | all sends | " + " | ".join(str(whole.get(n, 0)) for n in names) + " | |")
+        for group in [*groups, "(none)", ALL_GROUPS]:
+            keys = [k for k in cells if k[0] == phase and k[1] == group]
+            if not keys:
+                continue
+            classes = sorted({k[2] for k in keys} - {"sends", "retried"},
+                             key=lambda c: -sum(cells[(phase, group, c)].values()))
+            whats = ([] if group == ALL_GROUPS else ["sends", "retried"]) + classes
+            for what in whats:
+                per = cells.get((phase, group, what), Counter())
+                if not per and what != "retried":
+                    continue
+                share = {n: 100.0 * per.get(n, 0) / whole[n] if whole.get(n) else float("nan") for n in names}
+                gaps = [abs(share[j] - share[p]) for j in java for p in python
+                        if variant[j] == variant[p] and whole.get(j) and whole.get(p)]
+                gap = f"{max(gaps):.1f}" if gaps else ""
+                if gaps and max(gaps) > GAP_PP:
+                    gap = f"**{gap}**"
+                out.append(f"| {phase} | {group} | {what} | "
+                           + " | ".join(f"{share[n]:.1f} ({per.get(n, 0)})" for n in names) + f" | {gap} |")
     return "\n".join(out)
 
 
