@@ -22,7 +22,7 @@ SPACE = REPO / "scenarios" / "explore" / "pair-4.9.1.yaml"
 def test_explore_through_compose_finds_and_shrinks(tmp_path: Path, test_image: str) -> None:
     text = SPACE.read_text(encoding="utf-8")
     text = text.replace("scenario: ../slave-frozen.yaml", f"scenario: {REPO / 'scenarios' / 'slave-frozen.yaml'}")
-    text = text.replace("budget: {runs: 1, time: 4m, shrink_runs: 3}", "budget: {runs: 1, time: 8m, shrink_runs: 1}")
+    text = text.replace("budget: {runs: 1, time: 4m, shrink_runs: 2}", "budget: {runs: 1, time: 8m, shrink_runs: 1}")
     assert "shrink_runs: 1" in text and str(REPO) in text
     space = tmp_path / "pair.yaml"
     space.write_text(text, encoding="utf-8")

@@ -21,7 +21,7 @@ SPACE = REPO / "scenarios" / "explore" / "pair-4.9.1.yaml"
 def test_explore_across_hosts_finds_and_shrinks(cluster, tmp_path: Path) -> None:
     text = SPACE.read_text(encoding="utf-8")
     text = text.replace("scenario: ../slave-frozen.yaml", f"scenario: {REPO / 'scenarios' / 'slave-frozen.yaml'}")
-    text = text.replace("budget: {runs: 1, time: 4m, shrink_runs: 3}", "budget: {runs: 1, time: 12m, shrink_runs: 1}")
+    text = text.replace("budget: {runs: 1, time: 4m, shrink_runs: 2}", "budget: {runs: 1, time: 12m, shrink_runs: 1}")
     assert "shrink_runs: 1" in text and str(REPO) in text
     space = tmp_path / "pair.yaml"
     space.write_text(text, encoding="utf-8")

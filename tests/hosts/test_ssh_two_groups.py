@@ -5,10 +5,9 @@ slave on n3. The placement follows the inventory's groups, the kill lands on the
 host, every expectation holds: the producer's retries move to broker-b; the consumer group rebalances over both
 groups' queues, pulls broker-a's backlog from its slave while the master is down, its lag is asked of each group
 and it delivers everything. Every member of both groups is read back, the load host's rows come home and nothing is
-left on any host.
-
-It stands in for the local backend's run of group-master-killed.yaml in the default run (tests/harness/
-test_two_groups_scenarios.py: RMQ_CHAOS_FULL_TESTS=1) for the suite's 20 minutes: the same story, more parts."""
+left on any host (RMQ_CHAOS_FULL_TESTS=1: the default run takes the same shortened file on the local backend with
+the same checks, tests/harness/test_two_groups_scenarios.py, and several groups across hosts in controller mode,
+tests/hosts/test_ssh_controller.py)."""
 from __future__ import annotations
 
 import json
@@ -21,15 +20,11 @@ from test_readonly_two_groups_scenario import SCENARIO as READONLY
 from test_readonly_two_groups_scenario import SHORTER as READONLY_SHORTER
 from test_readonly_two_groups_scenario import check_retry, only
 from test_ssh_seed import run_on_hosts
+from test_two_groups_scenarios import CONSUMERS as SCENARIO
+from test_two_groups_scenarios import CONSUMERS_SHORTER, check_consumers_around
 
 pytestmark = [pytest.mark.root, pytest.mark.spark]
 REPO = Path(__file__).resolve().parents[2]
-SCENARIO = REPO / "scenarios" / "group-master-killed-consumers.yaml"
-SHORTER = (("  - name: steady\n    duration: 15s", "  - name: steady\n    duration: 12s"),
-           ("  - name: recovered\n    duration: 20s", "  - name: recovered\n    duration: 8s"))
-"""The outage keeps its 40 s: the consumer turns to broker-a's slave only once its route poll (every 30 s) shows
-broker-a without a master; a CI run with the outage shortened to 25 s ended it before that poll came (0 deliveries
-from the slave)."""
 CROSSWISE = {"namesrv": ("n1",), "master": ("n2", "n3"), "slave": ("n3", "n2"), "load": ("n4",)}
 
 
@@ -45,9 +40,10 @@ def valid_crosswise_run(cluster, scenario: Path, tmp_path: Path, *extra: str) ->
     return run_dir, verdict, json.loads((run_dir / "cluster.json").read_text())
 
 
-@pytest.mark.long
-def test_group_master_killed_holds_across_hosts(cluster, tmp_path: Path) -> None:
-    run_dir, verdict, info = valid_crosswise_run(cluster, shortened(SCENARIO, tmp_path, SHORTER), tmp_path)
+@pytest.mark.parametrize("placement", [pytest.param("crosswise", marks=full_only(
+    "~3.5 min (the default run takes the same file on the local backend: tests/harness/test_two_groups_scenarios.py)"))])
+def test_group_master_killed_holds_across_hosts(cluster, tmp_path: Path, placement: str) -> None:
+    run_dir, verdict, info = valid_crosswise_run(cluster, shortened(SCENARIO, tmp_path, CONSUMERS_SHORTER), tmp_path)
     assert {n["name"]: (n["host"], n["group"]) for n in info["nodes"]} == {
         "namesrv": ("n1", None), "broker-a-master": ("n2", "broker-a"), "broker-a-slave": ("n3", "broker-a"),
         "broker-b-master": ("n3", "broker-b"), "broker-b-slave": ("n2", "broker-b")}
@@ -55,18 +51,9 @@ def test_group_master_killed_holds_across_hosts(cluster, tmp_path: Path) -> None
     assert info["effective_config"]["broker-b-slave"]["brokerId"] == "1"
     applied = next(e for e in events(run_dir) if e["event"] == "fault" and e["action"] == "apply"
                    and e["status"] == "ok")
-    assert (applied["target"], applied["node"], applied["host"]) == ("broker-a/master", "broker-a-master", "n2")
-    readback = next(e for e in events(run_dir) if e["event"] == "readback_end")
-    assert set(readback["nodes"]) == {"broker-a/master", "broker-a/slave", "broker-b/master", "broker-b/slave"}
-    sent = rows(run_dir / "requests")
-    assert {r["worker"] for r in sent} == {"w0"}, "the rows came from the load host"
-    down = [r for r in sent if r["phase"] == "a-master-down"]
-    assert any(r["attempts"] == 2 and r["broker"] == "broker-b" for r in down)
-    assert verdict["loss"]["lost"] == 0
-    consumed = rows(run_dir / "consumes")
-    assert {(r["broker"], r["broker_id"]) for r in consumed} == {("broker-a", 0), ("broker-a", 1), ("broker-b", 0)}
-    assert {r["broker"] for r in rows(run_dir / "metrics" / "lag")} == {"broker-a", "broker-b"}
-
+    assert applied["host"] == "n2"
+    assert {r["worker"] for r in rows(run_dir / "requests")} == {"w0"}, "the rows came from the load host"
+    check_consumers_around(run_dir, verdict)
 
 @pytest.mark.long
 @pytest.mark.parametrize("switch", [pytest.param(s, marks=full_only("~80 s")) for s in ("off", "on")])
