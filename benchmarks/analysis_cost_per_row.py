@@ -35,7 +35,6 @@ from support import REPO
 sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "analysis")]
 from process_group import run_group  # noqa: E402 (tests/analysis/process_group.py)
 from test_analysis_cluster import START_TIMEOUT_S, WORKERS, TwoWorkers  # noqa: E402
-from waiting import poll  # noqa: E402 (tests/waiting.py)
 
 WORKER_CORES = 1
 WORKER_MEMORY = "3g"
@@ -52,24 +51,9 @@ CLUSTER_CONF = {
 
 @dataclass
 class Workers(TwoWorkers):
-    """`TwoWorkers` with workers of `memory` (the test's offer 1g): the same daemons, logs and stop."""
+    """`TwoWorkers` with workers of WORKER_MEMORY (the test's offer 1g): the same daemons, logs and stop."""
 
     memory: str = WORKER_MEMORY
-
-    def start(self) -> Workers:
-        self.root.mkdir(parents=True)
-        self._spawn("master", ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port",
-                               str(self.port), "--webui-port", str(self.ui_port)])
-        for n, ui in enumerate(self.worker_ui_ports):
-            work, local = self.worker_dir(n) / "work", self.worker_dir(n) / "local"
-            work.mkdir(parents=True)
-            local.mkdir()
-            self._spawn(f"worker-{n}", ["org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1", "--cores",
-                                        str(WORKER_CORES), "--memory", self.memory, "--work-dir", str(work),
-                                        "--webui-port", str(ui), self.url], env={"SPARK_LOCAL_DIRS": str(local)})
-        poll(lambda: len(self._alive()) == WORKERS, START_TIMEOUT_S, "two ALIVE workers in the master's /json/",
-             interval_s=0.2)
-        return self
 
     def apps(self) -> list[set[str]]:
         """Per worker, the applications it ran an executor for (their work directories)."""

@@ -74,6 +74,8 @@ class TwoWorkers:
     ui_port: int = field(default_factory=free_port)
     worker_ui_ports: list[int] = field(default_factory=lambda: [free_port() for _ in range(WORKERS)])
     procs: list[subprocess.Popen] = field(default_factory=list)
+    memory: str = "1g"
+    """what each worker offers (benchmarks/analysis_cost_per_row.py asks for more)"""
 
     @property
     def url(self) -> str:
@@ -115,7 +117,7 @@ class TwoWorkers:
             work.mkdir(parents=True)
             local.mkdir()
             self._spawn(f"worker-{n}", ["org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1", "--cores",
-                                        str(WORKER_CORES), "--memory", "1g", "--work-dir", str(work),
+                                        str(WORKER_CORES), "--memory", self.memory, "--work-dir", str(work),
                                         "--webui-port", str(ui), self.url], env={"SPARK_LOCAL_DIRS": str(local)})
         poll(lambda: len(self._alive()) == WORKERS, START_TIMEOUT_S, "two ALIVE workers in the master's /json/",
              interval_s=0.2)
