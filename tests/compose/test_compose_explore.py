@@ -13,19 +13,13 @@ import pytest
 from compose_support import REPO, assert_nothing_left, rmq_chaos, rmq_chaos_run
 
 sys.path.insert(0, str(REPO / "tests" / "harness"))
-from runsupport import full_only  # noqa: E402
+from runsupport import full_only, one_shrink_pair_space  # noqa: E402
 
 pytestmark = [pytest.mark.root, pytest.mark.docker, pytest.mark.spark, *full_only("~2.5 min (two compose runs)")]
-SPACE = REPO / "scenarios" / "explore" / "pair-4.9.1.yaml"
 
 
 def test_explore_through_compose_finds_and_shrinks(tmp_path: Path, test_image: str) -> None:
-    text = SPACE.read_text(encoding="utf-8")
-    text = text.replace("scenario: ../slave-frozen.yaml", f"scenario: {REPO / 'scenarios' / 'slave-frozen.yaml'}")
-    text = text.replace("budget: {runs: 1, time: 4m, shrink_runs: 2}", "budget: {runs: 1, time: 8m, shrink_runs: 1}")
-    assert "shrink_runs: 1" in text and str(REPO) in text
-    space = tmp_path / "pair.yaml"
-    space.write_text(text, encoding="utf-8")
+    space = one_shrink_pair_space(tmp_path, "8m")
     state, out = tmp_path / "state", tmp_path / "explore"
     proc = rmq_chaos(["explore", str(space), "--out", str(out), "--backend", "compose", "--program", "emulator",
                       "--image", test_image.replace("{version}", "4.9.1")], state)

@@ -108,6 +108,14 @@ def shortened(source: Path, tmp_path: Path, replacements: tuple[tuple[str, str],
     return out
 
 
+def one_shrink_pair_space(tmp_path: Path, budget_time: str) -> Path:
+    """A copy of scenarios/explore/pair-4.9.1.yaml for one explored and one shrinking run within `budget_time` (its
+    scenario named by its absolute path, as the copy lives elsewhere)."""
+    return shortened(REPO / "scenarios" / "explore" / "pair-4.9.1.yaml", tmp_path, (
+        ("scenario: ../slave-frozen.yaml", f"scenario: {REPO / 'scenarios' / 'slave-frozen.yaml'}"),
+        ("budget: {runs: 1, time: 4m, shrink_runs: 2}", f"budget: {{runs: 1, time: {budget_time}, shrink_runs: 1}}")))
+
+
 def rows(directory: Path) -> list[dict]:
     parts = sorted(directory.glob("part-*.parquet"))
     return [r for p in parts for r in pq.read_table(p).to_pylist()]

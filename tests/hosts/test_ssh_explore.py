@@ -11,20 +11,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from runsupport import full_only, rows
+from runsupport import full_only, one_shrink_pair_space, rows
 
 pytestmark = [pytest.mark.root, pytest.mark.spark, *full_only("~3 min (two runs across hosts)")]
 REPO = Path(__file__).resolve().parents[2]
-SPACE = REPO / "scenarios" / "explore" / "pair-4.9.1.yaml"
 
 
 def test_explore_across_hosts_finds_and_shrinks(cluster, tmp_path: Path) -> None:
-    text = SPACE.read_text(encoding="utf-8")
-    text = text.replace("scenario: ../slave-frozen.yaml", f"scenario: {REPO / 'scenarios' / 'slave-frozen.yaml'}")
-    text = text.replace("budget: {runs: 1, time: 4m, shrink_runs: 2}", "budget: {runs: 1, time: 12m, shrink_runs: 1}")
-    assert "shrink_runs: 1" in text and str(REPO) in text
-    space = tmp_path / "pair.yaml"
-    space.write_text(text, encoding="utf-8")
+    space = one_shrink_pair_space(tmp_path, "12m")
     state, out = tmp_path / "state", tmp_path / "explore"
     proc = cluster.rmq_chaos(["explore", str(space), "--out", str(out), "--backend", "ssh", "--program", "emulator",
                               "--hosts", str(cluster.inventory)], state, stderr=subprocess.PIPE, text=True)
