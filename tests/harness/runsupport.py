@@ -116,6 +116,17 @@ def one_shrink_pair_space(tmp_path: Path, budget_time: str) -> Path:
         ("budget: {runs: 1, time: 4m, shrink_runs: 2}", f"budget: {{runs: 1, time: {budget_time}, shrink_runs: 1}}")))
 
 
+def explored_and_shrunk(out: Path) -> list[Path]:
+    """What an explore run of `one_shrink_pair_space` must have written under `out`: one explored run that failed,
+    one shrinking run that dropped a fault and still failed, `minimal.yaml`; the two runs' directories."""
+    (root,) = [d for d in out.iterdir() if d.is_dir()]
+    records = [json.loads(line) for line in (root / "schedules.jsonl").read_text().splitlines()]
+    assert [(r["stage"], r["verdict"]) for r in records] == [("explore", "fail"), ("shrink", "fail")], records
+    assert records[0]["faults"] == 2 and records[1]["faults"] == 1
+    assert (root / "minimal.yaml").exists()
+    return [root / "runs" / r["run_id"] for r in records]
+
+
 def rows(directory: Path) -> list[dict]:
     parts = sorted(directory.glob("part-*.parquet"))
     return [r for p in parts for r in pq.read_table(p).to_pylist()]

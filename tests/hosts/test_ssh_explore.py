@@ -11,10 +11,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from runsupport import full_only, one_shrink_pair_space, rows
+from runsupport import explored_and_shrunk, full_only, one_shrink_pair_space, rows
+from test_ssh_seed import assert_cleanup_finds_nothing
 
 pytestmark = [pytest.mark.root, pytest.mark.spark, *full_only("~3 min (two runs across hosts)")]
-REPO = Path(__file__).resolve().parents[2]
 
 
 def test_explore_across_hosts_finds_and_shrinks(cluster, tmp_path: Path) -> None:
@@ -28,18 +28,9 @@ def test_explore_across_hosts_finds_and_shrinks(cluster, tmp_path: Path) -> None
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    cleanup = cluster.rmq_chaos(["cleanup", "--hosts", str(cluster.inventory)], state, stdout=subprocess.PIPE,
-                                text=True)
-    said, _ = cleanup.communicate(timeout=300)
-    assert cleanup.returncode == 0 and ("0 reverted, 0 failed" in said or "nothing of rmq-chaos" in said), said
+    assert_cleanup_finds_nothing(cluster, cluster.inventory, state)
     assert proc.returncode == 1, err[-3000:]
-    (root,) = [d for d in out.iterdir() if d.is_dir()]
-    records = [json.loads(line) for line in (root / "schedules.jsonl").read_text().splitlines()]
-    assert [(r["stage"], r["verdict"]) for r in records] == [("explore", "fail"), ("shrink", "fail")], records
-    assert records[0]["faults"] == 2 and records[1]["faults"] == 1
-    assert (root / "minimal.yaml").exists()
-    for r in records:
-        run_dir = root / "runs" / r["run_id"]
+    for run_dir in explored_and_shrunk(out):
         info = json.loads((run_dir / "cluster.json").read_text())
         assert info["backend"] == "ssh"
         assert {n["name"]: n["host"] for n in info["nodes"]} == {"namesrv": "n1", "master": "n2", "slave": "n3"}

@@ -30,12 +30,17 @@ def run_on_hosts(cluster, scenario: str | Path, tmp_path: Path, inventory: Path 
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+    assert_cleanup_finds_nothing(cluster, inventory, state)
+    return proc.returncode, run_dir_of(out), err
+
+
+def assert_cleanup_finds_nothing(cluster, inventory: Path, state: Path) -> None:
+    """`cleanup --hosts` after a command ended: exit 0, nothing to undo on any host."""
     cleanup = cluster.rmq_chaos(["cleanup", "--hosts", str(inventory)], state, stdout=subprocess.PIPE,
                                 text=True)
     out_text, _ = cleanup.communicate(timeout=300)
     assert cleanup.returncode == 0, out_text
     assert "0 reverted, 0 failed" in out_text or "nothing of rmq-chaos" in out_text, out_text
-    return proc.returncode, run_dir_of(out), err
 
 
 def assert_hosts_used(run_dir: Path) -> None:
