@@ -148,9 +148,16 @@ def _factory(spec: str) -> Callable[..., Any]:
     return getattr(importlib.import_module(module), attr)
 
 
-def _say(message: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(message, separators=(",", ":"), default=str) + "\n")
-    sys.stdout.flush()
+def _say(message: dict[str, Any]) -> bool:
+    """One line to the harness on stdout; False when the harness is gone (the pipe closed: it died or was ended at
+    once by a second signal), and the consumer then stops as if told to: no one reads its lines any more, and a
+    process left behind must not go on acknowledging messages."""
+    try:
+        sys.stdout.write(json.dumps(message, separators=(",", ":"), default=str) + "\n")
+        sys.stdout.flush()
+    except (BrokenPipeError, ValueError):  # ValueError: stdout closed after an earlier broken pipe
+        return False
+    return True
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -201,7 +208,9 @@ def main(argv: list[str] | None = None) -> int:
         times = flow_control_times(proc.consumer)
         if times != said:  # the harness judges a group that must keep up by it (harness.consumerstage)
             said = times
-            _say({"type": "flow_control", "worker": args.worker, "times": times, "t_ns": time.time_ns()})
+            if not _say({"type": "flow_control", "worker": args.worker, "times": times, "t_ns": time.time_ns()}):
+                log.warning("consumer %s: the harness is gone (its pipe closed); stopping", args.worker)
+                break
     log.info("consumer %s stopping", args.worker)
     result = proc.stop()
     log.info("consumer %s stopped: %s", args.worker, result)

@@ -138,3 +138,34 @@ def test_control_file_turns_stuck_on_and_release_frees_the_threads(fleet_of, fak
     rows = rows_of(run)
     assert result == {"g": len(rows)} and {r["result"] for r in rows} == {"CONSUME_SUCCESS"}
     assert all(r["done_ns"] is not None for r in rows)
+
+
+def test_a_consumer_whose_harness_is_gone_still_ends(fake_env, tmp_path, monkeypatch):
+    """The harness ended at once (a second Ctrl-C) and closed its end of the consumer's stdout: the consumer, told to
+    stop with listeners still held, cannot say "stopped" any more and must end anyway with 0. It raised
+    BrokenPipeError instead (exit 1 here); with the real push consumer the interpreter's exit then joined the held
+    consume threads and the orphan never ended (seen on a CI run ended with two signals)."""
+    import subprocess
+    import sys
+
+    from loads.consumer_spec import GroupSpec
+
+    monkeypatch.setenv("FAKE_MESSAGES", "10")
+    group = GroupSpec.model_validate({"name": "held", "threads": 2, "stuck": {"share": 1.0, "hold_s": 600}})
+    run = tmp_path / "run"
+    argv = [sys.executable, "-m", "loads.consumer", "--spec", group.model_dump_json(), "--run-dir", str(run),
+            "--run-id", RUN, "--worker", "held.c0", "--namesrv", "fake:0", "--topic", "ChaosTopic", "--drain-s",
+            "0.5", "--factory", "consumer_fake:FakePushConsumer"]
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        assert proc.stdout is not None
+        assert json.loads(proc.stdout.readline())["type"] == "ready"
+        poll(lambda: open_in_journal(run, "held.c0") == 2, 30, "both threads of `held` blocked")
+        proc.stdout.close()  # the harness is gone
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=120) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
