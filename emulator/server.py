@@ -14,9 +14,10 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any, ClassVar, Generic, TypeVar
 
 from emulator.executor import BoundedExecutor, RejectedExecution, RequestTask
 from emulator.logs import broker_log
@@ -34,6 +35,8 @@ _GATHER = threading.local()
 """`pending`: {channel: [frames]} of the thread's open `responses_gathered`, None outside one"""
 REJECT_REMARK = "[REJECTREQUEST]system busy, start flow control for a while"
 OVERLOAD_REMARK = "[OVERLOAD]system busy, start flow control for a while"
+# the remark of a response made by `RemotingCommand.createResponseCommand` whose handler set only the code
+NOT_SET = "not set any response code"
 
 
 def answer_serialize_type(version: int, request_type: SerializeType) -> SerializeType:
@@ -146,12 +149,26 @@ class Processor:
 Handler = Callable[[Channel, RemotingCommand], None]
 
 
-class CodeTableProcessor(Processor):
-    """A processor of several request codes, each with its own handler (Java's `switch (request.getCode())`);
-    `codes` are the ones to register it for."""
+C = TypeVar("C")
 
-    def __init__(self, handlers: dict[int, Handler]) -> None:
-        self._handlers = handlers
+
+class CodeTableProcessor(Processor, Generic[C]):
+    """A processor of several request codes, each with its own handler (Java's `switch (request.getCode())`). A
+    subclass declares its table once, `HANDLERS`: request code -> the name of its method that answers it; `ctx` is
+    what the handlers work with (the broker's context, the controller's manager); `codes` are the ones to register
+    it for, in the table's order."""
+
+    HANDLERS: ClassVar[Mapping[int, str]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        unknown = [name for name in cls.HANDLERS.values() if not callable(getattr(cls, name, None))]
+        if unknown:
+            raise TypeError(f"{cls.__name__}.HANDLERS names no method of it: {', '.join(unknown)}")
+
+    def __init__(self, ctx: C) -> None:
+        self.ctx = ctx
+        self._handlers: dict[int, Handler] = {code: getattr(self, name) for code, name in self.HANDLERS.items()}
 
     @property
     def codes(self) -> tuple[int, ...]:

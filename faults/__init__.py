@@ -6,21 +6,21 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-_EXPORTS = {
-    "FAULTS": "faults.registry", "fault_class": "faults.registry", "Fault": "faults.base",
-    "FaultParams": "faults.base", "Journal": "faults.journal", "Owner": "faults.journal",
-    "default_state_dir": "faults.journal", "CleanupReport": "faults.cleanup",
-    "NodeTarget": "faults.target", "NodeControl": "faults.target", "PidFile": "faults.target",
-    "StaticPids": "faults.target", "ClusterState": "faults.cluster_state",
-    "write_cluster_state": "faults.cluster_state", "read_cluster_state": "faults.cluster_state",
-    "FaultError": "faults.errors", "FaultRefused": "faults.errors", "FaultConflict": "faults.errors",
-    "FaultUnavailable": "faults.errors", "FaultNotEffective": "faults.errors", "UndoError": "faults.errors",
-    "scan_leftovers": "faults.leftovers",
+_EXPORTS = {  # module of this package: the names it exports here
+    "registry": ("FAULTS", "fault_class"),
+    "base": ("Fault", "FaultParams"),
+    "journal": ("Journal", "Owner", "default_state_dir"),
+    "cleanup": ("CleanupReport",),
+    "target": ("NodeTarget", "NodeControl", "PidFile", "StaticPids"),
+    "cluster_state": ("ClusterState", "write_cluster_state", "read_cluster_state"),
+    "errors": ("FaultError", "FaultRefused", "FaultConflict", "FaultUnavailable", "FaultNotEffective", "UndoError"),
+    "leftovers": ("scan_leftovers",),
 }
-__all__ = sorted(_EXPORTS)
+_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
+__all__ = sorted(_MODULE_OF)
 
 
 def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    if name in _MODULE_OF:
+        return getattr(importlib.import_module(f"faults.{_MODULE_OF[name]}"), name)
     raise AttributeError(f"module 'faults' has no attribute {name!r}")

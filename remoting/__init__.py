@@ -6,27 +6,31 @@ from __future__ import annotations
 
 import importlib
 
-_EXPORTS = {
-    "Producer": "producer", "SendResult": "producer", "Attempt": "producer",
-    "Message": "message", "MessageExt": "stored", "encode_stored_message": "stored",
-    "decode_stored_messages": "stored", "PullConsumer": "consumer", "PullResult": "consumer",
-    "BrokerAdmin": "admin", "NameServerClient": "namesrv", "RemotingClient": "client",
-    "TransportRules": "client", "RemotingCommand": "command", "make_request": "command",
-    "make_response": "command", "outcome_of": "outcome", "resolve_profile": "profiles", "PROFILES": "profiles",
-    "ClientProfile": "profiles", "AclCredentials": "acl", "TopicRouteData": "route", "ClusterInfo": "route",
-    "java_hashmap_order": "hashmap", "RemotingError": "errors", "RemotingCommandException": "errors",
-    "RemotingConnectException": "errors", "RemotingSendRequestException": "errors",
-    "RemotingTimeoutException": "errors", "RemotingTooMuchRequestException": "errors",
-    "MQClientException": "errors", "MQBrokerException": "errors",
-    "PushConsumer": "consumer", "ConsumeContext": "consumer", "ConsumerStats": "consumer",
-    "QueueStats": "consumer", "ProcessQueue": "consumer", "RemoteBrokerOffsetStore": "consumer",
-    "allocate_averagely": "consumer",
+_EXPORTS = {  # module of this package: the names it exports here
+    "producer": ("Producer", "SendResult", "Attempt"),
+    "message": ("Message",),
+    "stored": ("MessageExt", "encode_stored_message", "decode_stored_messages"),
+    "consumer": ("PullConsumer", "PullResult", "PushConsumer", "ConsumeContext", "ConsumerStats", "QueueStats",
+                 "ProcessQueue", "RemoteBrokerOffsetStore", "allocate_averagely"),
+    "admin": ("BrokerAdmin",),
+    "namesrv": ("NameServerClient",),
+    "client": ("RemotingClient", "TransportRules"),
+    "command": ("RemotingCommand", "make_request", "make_response"),
+    "outcome": ("outcome_of",),
+    "profiles": ("resolve_profile", "PROFILES", "ClientProfile"),
+    "acl": ("AclCredentials",),
+    "route": ("TopicRouteData", "ClusterInfo"),
+    "hashmap": ("java_hashmap_order",),
+    "errors": ("RemotingError", "RemotingCommandException", "RemotingConnectException",
+               "RemotingSendRequestException", "RemotingTimeoutException", "RemotingTooMuchRequestException",
+               "MQClientException", "MQBrokerException"),
 }
-__all__ = sorted(_EXPORTS)
+_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
+__all__ = sorted(_MODULE_OF)
 
 
 def __getattr__(name: str):
-    module = _EXPORTS.get(name)
+    module = _MODULE_OF.get(name)
     if module is None:
         raise AttributeError(f"module 'remoting' has no attribute {name!r}")
     return getattr(importlib.import_module(f"remoting.{module}"), name)

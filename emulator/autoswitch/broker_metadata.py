@@ -5,16 +5,17 @@ being applied for, so a broker that dies half-way resumes where it stopped."""
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
 
 
+@dataclass(eq=False, repr=False)  # compared and hashed by identity; `__str__` is Java's toString
 class BrokerMetadata:
-    def __init__(self, path: str, with_check_code: bool = False) -> None:
-        self.path = path
-        self.with_check_code = with_check_code
-        self.cluster: str | None = None
-        self.broker_name: str | None = None
-        self.broker_id: int | None = None
-        self.register_check_code: str | None = None
+    path: str
+    with_check_code: bool = False
+    cluster: str | None = field(default=None, init=False)
+    broker_name: str | None = field(default=None, init=False)
+    broker_id: int | None = field(default=None, init=False)
+    register_check_code: str | None = field(default=None, init=False)
 
     @property
     def loaded(self) -> bool:

@@ -10,7 +10,7 @@ from emulator.config.properties import parse_properties
 from emulator.controllermode.decisions import ControllerResult
 from emulator.controllermode.manager import ControllerManager
 from emulator.logs import controller_log
-from emulator.server import Channel, CodeTableProcessor
+from emulator.server import NOT_SET, Channel, CodeTableProcessor
 from remoting import fastjson
 from remoting.codes import RequestCode, ResponseCode
 from remoting.command import RemotingCommand
@@ -26,27 +26,27 @@ from remoting.controller_headers import (
 )
 
 WAIT_TIMEOUT_S = 5.0
-NOT_SET = "not set any response code"
 
 
-class ControllerRequestProcessor(CodeTableProcessor):
+class ControllerRequestProcessor(CodeTableProcessor[ControllerManager]):
+    HANDLERS = {
+        RequestCode.CONTROLLER_ALTER_SYNC_STATE_SET: "_alter_sync_state_set",
+        RequestCode.CONTROLLER_ELECT_MASTER: "_elect_master",
+        RequestCode.CONTROLLER_REGISTER_BROKER: "_register_broker",
+        RequestCode.CONTROLLER_GET_REPLICA_INFO: "_get_replica_info",
+        RequestCode.CONTROLLER_GET_METADATA_INFO: "_get_metadata",
+        RequestCode.CONTROLLER_GET_SYNC_STATE_DATA: "_get_sync_state_data",
+        RequestCode.BROKER_HEARTBEAT: "_heartbeat",
+        RequestCode.GET_CONTROLLER_CONFIG: "_get_config",
+        RequestCode.UPDATE_CONTROLLER_CONFIG: "_update_config",
+        RequestCode.CONTROLLER_GET_NEXT_BROKER_ID: "_get_next_broker_id",
+        RequestCode.CONTROLLER_APPLY_BROKER_ID: "_apply_broker_id",
+    }
+
     def __init__(self, manager: ControllerManager) -> None:
-        self.manager = manager
+        super().__init__(manager)
         self.controller = manager.controller
         self.decisions = manager.controller.decisions
-        super().__init__({
-            RequestCode.CONTROLLER_ALTER_SYNC_STATE_SET: self._alter_sync_state_set,
-            RequestCode.CONTROLLER_ELECT_MASTER: self._elect_master,
-            RequestCode.CONTROLLER_REGISTER_BROKER: self._register_broker,
-            RequestCode.CONTROLLER_GET_REPLICA_INFO: self._get_replica_info,
-            RequestCode.CONTROLLER_GET_METADATA_INFO: self._get_metadata,
-            RequestCode.CONTROLLER_GET_SYNC_STATE_DATA: self._get_sync_state_data,
-            RequestCode.BROKER_HEARTBEAT: self._heartbeat,
-            RequestCode.GET_CONTROLLER_CONFIG: self._get_config,
-            RequestCode.UPDATE_CONTROLLER_CONFIG: self._update_config,
-            RequestCode.CONTROLLER_GET_NEXT_BROKER_ID: self._get_next_broker_id,
-            RequestCode.CONTROLLER_APPLY_BROKER_ID: self._apply_broker_id,
-        })
 
     def _answer(self, channel: Channel, request: RemotingCommand, name: str, decide, is_write: bool) -> None:
         future = self.controller.append_event(name, decide, is_write)
@@ -85,7 +85,7 @@ class ControllerRequestProcessor(CodeTableProcessor):
             channel.respond(request, ResponseCode.SYSTEM_ERROR, f"java.util.concurrent.{type(e).__name__}")
             return
         if result.code == ResponseCode.SUCCESS:
-            self.manager.notify_role_changed(result)
+            self.ctx.notify_role_changed(result)
         self.respond(channel, request, result)
 
     def _register_broker(self, channel: Channel, request: RemotingCommand) -> None:
@@ -128,19 +128,19 @@ class ControllerRequestProcessor(CodeTableProcessor):
         if h.brokerId is None:
             channel.respond(request, ResponseCode.CONTROLLER_INVALID_REQUEST, "Heart beat with empty brokerId")
             return
-        self.manager.heartbeats.on_heartbeat(h.clusterName or "", h.brokerName or "", h.brokerAddr or "", h.brokerId,
-                                             h.heartbeatTimeoutMills, channel, h.epoch, h.maxOffset,
-                                             h.confirmOffset, h.electionPriority)
+        self.ctx.heartbeats.on_heartbeat(h.clusterName or "", h.brokerName or "", h.brokerAddr or "", h.brokerId,
+                                         h.heartbeatTimeoutMills, channel, h.epoch, h.maxOffset,
+                                         h.confirmOffset, h.electionPriority)
         channel.respond(request, ResponseCode.SUCCESS, "Heart beat success")
 
     def _get_config(self, channel: Channel, request: RemotingCommand) -> None:
-        channel.respond(request, ResponseCode.SUCCESS, None, None, self.manager.config.format_all().encode())
+        channel.respond(request, ResponseCode.SUCCESS, None, None, self.ctx.config.format_all().encode())
 
     def _update_config(self, channel: Channel, request: RemotingCommand) -> None:
         changes = parse_properties(request.body.decode("utf-8")) if request.body else {}
-        black = set(self.manager.config.values["configBlackList"].split(";")) | {"configStorePath", "rocketmqHome"}
+        black = set(self.ctx.config.values["configBlackList"].split(";")) | {"configStorePath", "rocketmqHome"}
         if black & set(changes):
             channel.respond(request, ResponseCode.NO_PERMISSION, "Can not update config in black list.")
             return
-        self.manager.config.values.update(changes)
+        self.ctx.config.values.update(changes)
         channel.respond(request, ResponseCode.SUCCESS)

@@ -10,27 +10,23 @@ from emulator.config.properties import format_properties, parse_properties
 from emulator.logs import broker_log
 from emulator.processors.context import BrokerContext
 from emulator.processors.runtime_info import runtime_table
-from emulator.server import Channel, CodeTableProcessor
+from emulator.server import NOT_SET, Channel, CodeTableProcessor
 from emulator.topics import topic_config
 from remoting import fastjson
 from remoting.codes import RequestCode, ResponseCode
 from remoting.command import RemotingCommand
 
-NOT_SET = "not set any response code"
 
-
-class AdminProcessor(CodeTableProcessor):
-    def __init__(self, ctx: BrokerContext) -> None:
-        self.ctx = ctx
-        super().__init__({
-            RequestCode.UPDATE_AND_CREATE_TOPIC: self._create_topic,
-            RequestCode.GET_ALL_TOPIC_CONFIG: self._all_topics,
-            RequestCode.UPDATE_BROKER_CONFIG: self._update_config,
-            RequestCode.GET_BROKER_CONFIG: self._get_config,
-            RequestCode.GET_BROKER_RUNTIME_INFO: self._runtime_info,
-            RequestCode.GET_MAX_OFFSET: self._max_offset,
-            RequestCode.GET_MIN_OFFSET: self._min_offset,
-        })
+class AdminProcessor(CodeTableProcessor[BrokerContext]):
+    HANDLERS = {
+        RequestCode.UPDATE_AND_CREATE_TOPIC: "_create_topic",
+        RequestCode.GET_ALL_TOPIC_CONFIG: "_all_topics",
+        RequestCode.UPDATE_BROKER_CONFIG: "_update_config",
+        RequestCode.GET_BROKER_CONFIG: "_get_config",
+        RequestCode.GET_BROKER_RUNTIME_INFO: "_runtime_info",
+        RequestCode.GET_MAX_OFFSET: "_max_offset",
+        RequestCode.GET_MIN_OFFSET: "_min_offset",
+    }
 
     def _create_topic(self, channel: Channel, request: RemotingCommand) -> None:
         ext = request.ext_fields or {}

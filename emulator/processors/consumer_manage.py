@@ -36,20 +36,18 @@ def hashmap_ordered_queues(queues: list[MessageQueue]) -> list[MessageQueue]:
     return sorted(queues, key=lambda mq: (message_queue_hash(mq) ^ (message_queue_hash(mq) >> 16)) & mask)
 
 
-class ConsumerManageProcessor(CodeTableProcessor):
-    def __init__(self, ctx: BrokerContext) -> None:
-        self.ctx = ctx
-        super().__init__({
-            RequestCode.HEART_BEAT: self._heartbeat,
-            RequestCode.UNREGISTER_CLIENT: self._unregister,
-            RequestCode.GET_CONSUMER_LIST_BY_GROUP: self._consumer_list,
-            RequestCode.QUERY_CONSUMER_OFFSET: self._query_offset,
-            RequestCode.UPDATE_CONSUMER_OFFSET: self._update_offset,
-            RequestCode.GET_CONSUME_STATS: self._consume_stats,
-            RequestCode.GET_ALL_CONSUMER_OFFSET: self._all_offsets,
-            RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: self._all_groups,
-            RequestCode.GET_ALL_DELAY_OFFSET: self._all_delay_offsets,
-        })
+class ConsumerManageProcessor(CodeTableProcessor[BrokerContext]):
+    HANDLERS = {
+        RequestCode.HEART_BEAT: "_heartbeat",
+        RequestCode.UNREGISTER_CLIENT: "_unregister",
+        RequestCode.GET_CONSUMER_LIST_BY_GROUP: "_consumer_list",
+        RequestCode.QUERY_CONSUMER_OFFSET: "_query_offset",
+        RequestCode.UPDATE_CONSUMER_OFFSET: "_update_offset",
+        RequestCode.GET_CONSUME_STATS: "_consume_stats",
+        RequestCode.GET_ALL_CONSUMER_OFFSET: "_all_offsets",
+        RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: "_all_groups",
+        RequestCode.GET_ALL_DELAY_OFFSET: "_all_delay_offsets",
+    }
 
     # --- clients ------------------------------------------------------------------------------------------------
     def _heartbeat(self, channel: Channel, request: RemotingCommand) -> None:

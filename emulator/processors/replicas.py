@@ -15,14 +15,12 @@ from remoting.controller_bodies import EpochEntryCache, SyncStateSet
 from remoting.controller_headers import NotifyBrokerRoleChangedRequestHeader
 
 
-class ReplicasProcessor(CodeTableProcessor):
-    def __init__(self, ctx: BrokerContext) -> None:
-        self.ctx = ctx
-        super().__init__({
-            RequestCode.NOTIFY_BROKER_ROLE_CHANGED: self._role_changed,
-            RequestCode.GET_BROKER_EPOCH_CACHE: self._epoch_cache,
-            RequestCode.GET_BROKER_HA_STATUS: self._ha_status,
-        })
+class ReplicasProcessor(CodeTableProcessor[BrokerContext]):
+    HANDLERS = {
+        RequestCode.NOTIFY_BROKER_ROLE_CHANGED: "_role_changed",
+        RequestCode.GET_BROKER_EPOCH_CACHE: "_epoch_cache",
+        RequestCode.GET_BROKER_HA_STATUS: "_ha_status",
+    }
 
     def _role_changed(self, channel: Channel, request: RemotingCommand) -> None:
         h = NotifyBrokerRoleChangedRequestHeader.from_fields(request.ext_fields)

@@ -18,7 +18,7 @@ Example::
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar, Self
 
 from pydantic import Field, field_validator, model_validator
 
@@ -30,37 +30,35 @@ MAX_WINDOWS = 16
 MAX_RUNS = 10_000
 
 
-class IntRange(Strict):
+class _Range(Strict):
+    """`{min, max}` with min not above max; `ABOVE_MAX` is the message when it is (`{min}`, `{max}` the bounds)."""
+
+    ABOVE_MAX: ClassVar[str] = "{min:g} is above max ({max:g}); allowed: at most max"
+    min: float
+    max: float
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Self:
+        if self.min > self.max:
+            raise at(("min",), self.ABOVE_MAX.format(min=self.min, max=self.max))
+        return self
+
+
+class IntRange(_Range):
+    ABOVE_MAX = "{min} is above max ({max}); allowed: at most {max}"
     min: int = Field(ge=1, le=MAX_WINDOWS)
     max: int = Field(ge=1, le=MAX_WINDOWS)
 
-    @model_validator(mode="after")
-    def _ordered(self) -> IntRange:
-        if self.min > self.max:
-            raise at(("min",), f"{self.min} is above max ({self.max}); allowed: at most {self.max}")
-        return self
 
-
-class DurationRange(Strict):
+class DurationRange(_Range):
+    ABOVE_MAX = "{min:g}s is above max ({max:g}s); allowed: at most max"
     min: Duration
     max: Duration
 
-    @model_validator(mode="after")
-    def _ordered(self) -> DurationRange:
-        if self.min > self.max:
-            raise at(("min",), f"{self.min:g}s is above max ({self.max:g}s); allowed: at most max")
-        return self
 
-
-class RateRange(Strict):
+class RateRange(_Range):
     min: float = Field(gt=0)
     max: float = Field(gt=0)
-
-    @model_validator(mode="after")
-    def _ordered(self) -> RateRange:
-        if self.min > self.max:
-            raise at(("min",), f"{self.min:g} is above max ({self.max:g}); allowed: at most max")
-        return self
 
 
 def is_range(value: Any) -> bool:
