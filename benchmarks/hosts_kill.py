@@ -37,7 +37,7 @@ from conftest import Cluster  # noqa: E402
 from netns_hosts import TestHosts  # noqa: E402
 from test_ssh_kill import SCENARIO  # noqa: E402
 
-from harness.backends.ssh import LEASE_S  # noqa: E402
+from harness.backends.ssh.backend import LEASE_S  # noqa: E402
 
 HOSTS = ("n1", "n2", "n3", "n4")
 LEASE_WAIT_S = 120

@@ -5,7 +5,7 @@ no name and no mount: it disappears with the run's last process, so nothing is l
 
 Processes outside cannot reach its brokers' ports; `rmq-chaos fault` and `rmq-chaos cluster status` join the
 namespace of the process that holds the cluster (`join_netns_of`), as they join a compose run's (whose namespace
-belongs to a holder container, harness/backends/compose_netns.py). Unix sockets (the HA relay's control) and files
+belongs to a holder container, harness/backends/compose/netns.py). Unix sockets (the HA relay's control) and files
 (state, journal) work as usual."""
 from __future__ import annotations
 

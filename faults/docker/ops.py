@@ -67,7 +67,7 @@ def op_compose_down(op: dict, ctx: Any) -> str:
 
 
 def op_netns_holder_remove(op: dict, ctx: Any) -> str:
-    """Remove a compose run's network namespace holder (`harness/backends/compose_netns.py`), unless running
+    """Remove a compose run's network namespace holder (`harness/backends/compose/netns.py`), unless running
     containers still share its namespace: then this fails and the entry stays open for a later clean-up (their own
     run's `compose_down`, newer in the journal, normally removed them first)."""
     ct = engine.container_or_none(op["container"])

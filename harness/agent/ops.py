@@ -5,7 +5,7 @@ a JSON-able result (an exception becomes the reply's one-line error):
 - `clock`: this host's wall clock now (the control node measures its offset from round trips);
 - `ports`: TCP ports free on an address of this host (single ones, brokers' blocks of three);
 - `node_create`, `node_start`, `node_stop`, `node_ready`, `node_status`, `node_destroy`: a node of a run, made from
-  the control node's `NodeSpec` (`harness.backends.hosted_node`), journaled in this host's state directory;
+  the control node's `NodeSpec` (`harness.backends.local.hosted_node`), journaled in this host's state directory;
 - `fault_apply`, `fault_verify`, `fault_revert`: a fault on one of its nodes (its events come back as notices);
 - `sample`: each node's process figures now (cpu, rss, swap, io), for the control node's metrics collector;
 - `cleanup`: `faults.cleanup` of this host's journal (what dead runs and dead agents left).
@@ -44,7 +44,7 @@ def ports(agent: Any, msg: dict[str, Any]) -> dict[str, Any]:
 
 
 def node_create(agent: Any, msg: dict[str, Any]) -> dict[str, Any]:
-    from harness.backends.hosted_node import HostedNode, NodeSpec
+    from harness.backends.local.hosted_node import HostedNode, NodeSpec
     from harness.backends.programs import Program
 
     spec = NodeSpec.from_json(msg["spec"])

@@ -39,7 +39,7 @@ class Agent:
         self.journal = Journal(self.state)
         self.lease_s = lease_s
         self.heard = time.monotonic()
-        self.nodes: dict[str, Any] = {}  # name -> harness.backends.hosted_node.HostedNode
+        self.nodes: dict[str, Any] = {}  # name -> harness.backends.local.hosted_node.HostedNode
         self.faults: dict[str, Any] = {}  # fault id -> faults.base.Fault, in the order applied
         self.out_fd = os.dup(1)
         os.dup2(2, 1)  # stray prints go to the log, never into the channel

@@ -1,19 +1,24 @@
 """`ClusterBackend`: what every backend does the same way, so a backend only says how its nodes are made, started
 and taken away.
 
-`up()` is the one flow: `start_nodes()` (the backend's own: name server, master, slave made and started, the
-`nodes`, `targets`, `namesrv_addr` and `broker_addrs` filled in) -> `cluster_up` event -> every node ready ->
-the topic on every broker, its route at the name server, a probe send SEND_OK, the slave caught up -> the
-effective config read back into cluster.json and compared with the request -> the cluster state file (what
-`rmq-chaos fault|cluster` find) -> `cluster_ready`. `down()` runs the backend's `teardown_steps()` (each tried even
-when one before it failed), removes the state file and the work dir, writes `cluster_down`, and raises the errors
-as one line. Read-back, metrics and log copying are the same for every backend unless it says otherwise."""
+The seam: what the cluster *is* comes from `harness.topology` (nodes, groups, roles, controllers), what differs by
+`cluster.mode` from the backend's `mode` (`MasterSlaveMode` or `ControllerMode`: each node's conf, the start order,
+readiness, who holds a role, the read-back), and only *where* the nodes run from the backend (local processes,
+compose containers, processes on ssh hosts). One backend class per place, none per mode.
+
+`up()` is the one flow: `start_nodes()` (the backend's own: every node of the topology made and started in the
+mode's order, the `nodes`, `targets`, `namesrv_addr` and `broker_addrs` filled in) -> `cluster_up` event -> every
+node ready -> the mode's readiness (the topic on every broker, its route at the name server, a probe send SEND_OK,
+every slave caught up or in its SyncStateSet) -> the effective config read back into cluster.json and compared with
+the request -> the cluster state file (what `rmq-chaos fault|cluster` find) -> `cluster_ready`. `down()` runs the
+mode's and the backend's `teardown_steps()` (each tried even when one before it failed), removes the state file and
+the work dir, writes `cluster_down`, and raises the errors as one line. Read-back, metrics and log copying are the
+same for every backend unless it says otherwise."""
 from __future__ import annotations
 
 import hashlib
 import shutil
 import tempfile
-import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -22,23 +27,28 @@ from faults.cluster_state import remove_cluster_state, write_cluster_state
 from faults.target import NodeTarget
 from harness import brokerclient
 from harness.backends.brokerconf import requested
+from harness.backends.errors import ClusterError
 from harness.backends.programs import Program
 from harness.collectors.logs import copy_node_logs
 from harness.collectors.metrics import MetricsCollector, MetricsNode
-from harness.readback import ReadbackSource, read_back
 from harness.rundir import RunDir
 from harness.scenario import Scenario, effective_differences
 from harness.topology import Topology
 
 WORK_DIR = "work"
-READY_PROBE_TOPIC = "RMQ_CHAOS_READY"
-NODE_ORDER = ("namesrv", "master", "slave")
 UNIX_PATH_MAX = 100
 """AF_UNIX paths are at most 108 bytes; a relay socket in a deeper work dir goes to the temp dir instead."""
 
 
-class ClusterError(RuntimeError):
-    """The cluster could not be stood up (or taken down) as asked (one line)."""
+def mode_of(backend: Any) -> Any:
+    """The backend's `mode`: a `ControllerMode` in controller mode, else a `MasterSlaveMode`."""
+    if backend.topology.mode == "controller":
+        from harness.backends.controller_mode import ControllerMode
+
+        return ControllerMode(backend)
+    from harness.backends.master_slave_mode import MasterSlaveMode
+
+    return MasterSlaveMode(backend)
 
 
 class ClusterBackend:
@@ -65,12 +75,16 @@ class ClusterBackend:
         self.topology = Topology.of(scenario.cluster)
         self.node_order: tuple[str, ...] = self.topology.node_order
         self.broker_nodes: tuple[str, ...] = self.topology.broker_nodes
+        self.mode = mode_of(self)
+        """What differs by `cluster.mode` (confs, start order, readiness, roles, targets, read-back): a
+        `MasterSlaveMode` or a `ControllerMode`, the same calls."""
         self._state_written = False
 
     # --- what a backend provides ------------------------------------------------------------------------------
 
     def start_nodes(self, say: Callable[[str], None]) -> None:
-        """Make and start every node of `NODE_ORDER`; fill in `nodes`, `targets`, `namesrv_addr`, `broker_addrs`."""
+        """Make and start every node of `node_order` (in the order `mode.start_in_order` gives); fill in `nodes`,
+        `targets`, `namesrv_addr`, `broker_addrs`."""
         raise NotImplementedError
 
     def teardown_steps(self) -> Iterable[tuple[str, Callable[[], Any]]]:
@@ -90,7 +104,7 @@ class ClusterBackend:
         self.rd.event("cluster_up", backend=self.name, nodes=self.node_addrs())
         for n in self.node_order:
             self.nodes[n].wait_ready(timeout)
-        self.wait_topic_ready(say)
+        self.mode.wait_topic_ready(say)
         info = self.cluster_info()
         self.rd.write_cluster(info)
         self.check_effective(info["effective_config"])
@@ -98,7 +112,19 @@ class ClusterBackend:
         self._state_written = True
         self.rd.event("cluster_ready", backend=self.name, nodes=self.node_addrs())
         say(f"cluster ready: namesrv {self.namesrv_addr}, "
-            + ", ".join(f"{n} {self.broker_addrs[n]}" for n in self.broker_nodes) + self.ready_note())
+            + ", ".join(f"{n} {self.broker_addrs[n]}" for n in self.broker_nodes) + self.mode.note() + self.ready_note())
+
+    def start_in_mode_order(self, say: Callable[[str], None]) -> None:
+        """Every node started in the mode's order (`mode.start_in_order`), each waited for when the order says so."""
+        def start(n: str) -> None:
+            say(f"cluster: starting {n} ({self.nodes[n].addr})")
+            self.nodes[n].start()
+
+        def start_waiting(n: str) -> None:
+            start(n)
+            self.nodes[n].wait_ready(self.scenario.cluster.ready_timeout)
+
+        self.mode.start_in_order(start, start_waiting)
 
     def make_stores(self) -> None:
         """Each broker's store: a loop-mounted ext4 image of its own under its node dir (`errors=remount-ro`)."""
@@ -112,20 +138,16 @@ class ClusterBackend:
                                               label=f"rmq-{n}")
 
     def role_addrs(self) -> list[str]:
-        """The brokers' addresses, the masters first (the consumers' admin calls: who lists a group's consumers, who
-        answers GET_CONSUME_STATS)."""
-        members = sorted(self.topology.members, key=lambda m: m.role != "master")
-        return [self.broker_addrs[m.node] for m in members]
+        """The brokers' addresses, each group's master (now) first: the consumers' admin calls."""
+        return self.mode.role_addrs()
 
     def group_addrs(self) -> list[list[str]]:
-        """Per broker group, its brokers' addresses, the master first: a consumer group's stats and consumers are
-        asked of each group's brokers (a broker answers for its own queues)."""
-        return [[self.broker_addrs[m.node] for m in sorted(g.members, key=lambda m: m.role != "master")]
-                for g in self.topology.groups]
+        """Per broker group, its brokers' addresses, the master (now) first."""
+        return self.mode.group_addrs()
 
-    def masters(self) -> list[str]:
-        """The node of each group's master (master_slave mode: fixed)."""
-        return [m.node for m in self.topology.members if m.role == "master"]
+    def resolve_target(self, target: str) -> str:
+        """The node a fault on `target` acts on when it is applied."""
+        return self.mode.resolve_target(target)
 
     def node_addrs(self) -> dict[str, str]:
         return {n: self.nodes[n].addr for n in self.node_order if n in self.nodes}
@@ -144,23 +166,6 @@ class ClusterBackend:
         self.relay = RelayProcess.start(self.journal, master_ha_addr, str(sock), listen=listen, run_id=self.run_id,
                                         log_path=str(self.work / "relay.log"))
         return self.relay.listen
-
-    def wait_topic_ready(self, say: Callable[[str], None]) -> None:
-        """The topic on every broker, its route naming every group's master, a probe SEND_OK, every slave caught
-        up with its master."""
-        t = self.scenario.topic
-        for n in self.broker_nodes:
-            brokerclient.create_topic(self.broker_addrs[n], t.name, t.queues)
-        deadline = time.monotonic() + self.scenario.cluster.ready_timeout
-        slaves = [m.node for m in self.topology.members if m.role == "slave"]
-        say(f"cluster: waiting for the route of {t.name}, "
-            + ("the slave's HA connection and its catch-up" if len(slaves) == 1 else
-               f"the HA connections of {len(slaves)} slaves and their catch-up"))
-        for master in self.masters():
-            brokerclient.wait_route(self.namesrv_addr, t.name, self.broker_addrs[master], deadline)
-        brokerclient.wait_probe_send_ok(self.namesrv_addr, READY_PROBE_TOPIC, deadline)
-        for n in slaves:
-            self.nodes[n].wait_caught_up(max(0.1, deadline - time.monotonic()))
 
     def cluster_info(self) -> dict[str, Any]:
         c = self.scenario.cluster
@@ -202,9 +207,8 @@ class ClusterBackend:
         return collector
 
     def read_back(self, timeout_s: float) -> dict[str, int]:
-        sources = [ReadbackSource(m.role, m.group, self.broker_addrs[m.node]) for m in self.topology.members]
-        return read_back(self.run_id, self.scenario.topic.name, self.scenario.topic.queues, sources,
-                         brokerclient.read_queue, self.rd.layout.readback, timeout_s)
+        """Every group's messages read back from its brokers (`mode.read_back`: who is read, under which role)."""
+        return self.mode.read_back(timeout_s)
 
     def copy_logs(self) -> None:
         dirs = {n: [p for p in paths if p.is_dir()] for n, paths in self.log_sources.items()}
@@ -224,7 +228,7 @@ class ClusterBackend:
         """Take away everything the backend made (`teardown_steps`, then the cluster state file and the work dir);
         raise every error as one line after trying all of it."""
         errors: list[str] = []
-        for what, step in self.teardown_steps():
+        for what, step in [*self.mode.first_steps(), *self.teardown_steps(), *self.mode.last_steps()]:
             try:
                 step()
             except Exception as err:  # noqa: BLE001 - take everything down, report the failures

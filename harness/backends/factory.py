@@ -1,5 +1,5 @@
-"""The backend of a run, from `cluster.backend`: `local` (processes on this machine) or `compose` (containers of
-compose/rocketmq-*.yml). `with_backend` applies the command line's `--backend` / `--image` / `--program` to a scenario (checked
+"""The backend of a run, from `cluster.backend`: `local` (processes on this machine), `compose` (containers of
+compose/rocketmq-*.yml) or `ssh` (processes on an inventory's hosts); one class each, for both modes. `with_backend` applies the command line's `--backend` / `--image` / `--program` to a scenario (checked
 by the scenario schema again); `check` says, before anything is started, whether the backend can run here."""
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def with_backend(scenario: Scenario, backend: str | None, image: str | None, pro
 def check(scenario: Scenario) -> None:
     """Raise `BackendUnavailable` when the scenario's backend cannot start here (nothing is started)."""
     if scenario.cluster.backend == "compose":
-        from harness.backends.compose_image import ComposeSetupError, check_setup
+        from harness.backends.compose.image import ComposeSetupError, check_setup
 
         try:
             check_setup(scenario.cluster)
@@ -65,7 +65,7 @@ def check(scenario: Scenario) -> None:
             raise BackendUnavailable(str(err)) from None
         return
     if scenario.cluster.backend == "ssh":
-        from harness.backends.ssh import check_hosts
+        from harness.backends.ssh.backend import check_hosts
         from harness.hosts.deploy import HostError
         from harness.hosts.ssh import SshError
         from harness.scenario import SourceError
@@ -86,28 +86,16 @@ def check(scenario: Scenario) -> None:
 
 
 def make_backend(scenario: Scenario, rd: Any, journal: Any, state_dir: Path) -> Any:
-    """A `LocalBackend`, `ComposeBackend` or `SshBackend` (their controller-mode kin in controller mode) for the run
-    (nothing is started until its `up`)."""
+    """A `LocalBackend`, `ComposeBackend` or `SshBackend` for the run, in either mode (its `mode` says what differs;
+    nothing is started until its `up`)."""
     if scenario.cluster.backend == "compose":
-        if scenario.cluster.mode == "controller":
-            from harness.backends.compose_controller import ComposeControllerBackend
-
-            return ComposeControllerBackend(scenario, rd, journal, state_dir)
-        from harness.backends.compose import ComposeBackend
+        from harness.backends.compose.backend import ComposeBackend
 
         return ComposeBackend(scenario, rd, journal, state_dir)
     if scenario.cluster.backend == "ssh":
-        if scenario.cluster.mode == "controller":
-            from harness.backends.ssh_controller import SshControllerBackend
-
-            return SshControllerBackend(scenario, rd, journal, state_dir)
-        from harness.backends.ssh import SshBackend
+        from harness.backends.ssh.backend import SshBackend
 
         return SshBackend(scenario, rd, journal, state_dir)
-    if scenario.cluster.mode == "controller":
-        from harness.backends.local_controller import LocalControllerBackend
-
-        return LocalControllerBackend(scenario, rd, journal, state_dir)
-    from harness.backends.local import LocalBackend
+    from harness.backends.local.backend import LocalBackend
 
     return LocalBackend(scenario, rd, journal, state_dir)

@@ -76,7 +76,7 @@ def _up(args: argparse.Namespace) -> int:
         code = 1
         try:
             from faults.journal import default_state_dir
-            from harness.backends import compose_netns
+            from harness.backends.compose import netns as compose_netns
             compose_netns.adopt(default_state_dir().resolve())  # the namespace lives as long as this holder
             code = _hold(runs[0], args.out, write_fd)
         finally:
@@ -247,7 +247,7 @@ def _status(args: argparse.Namespace) -> int:
             row = [n["name"], addr, ",".join(map(str, target.pids())) or "-", n.get("store_mount") or "-",
                    (info or {}).get("commitLogMaxOffset", "-"), (info or {}).get("putTps", "-").strip()]
             if st.backend == "compose":
-                from harness.backends.compose_status import container_status
+                from harness.backends.compose.status import container_status
                 row.append(container_status(n.get("container")))
             table.add_row(*row)
         console.print(table)

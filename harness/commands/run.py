@@ -166,18 +166,18 @@ def room_for(source: str, runs: list, out: str) -> bool:
 
 def isolate(source: str, runs: list) -> int | None:
     """Re-execute this command in a network namespace with only loopback when its runs need one (does not return
-    then): a compose run in its holder container's namespace (harness/backends/compose_netns.py), an Apache
+    then): a compose run in its holder container's namespace (harness/backends/compose/netns.py), an Apache
     program run of the local backend under `unshare --net` (harness/netns.py). Returns an exit code when that
     cannot be done, None when this process already is where it should be."""
     from harness import netns
-    from harness.backends import compose_netns
+    from harness.backends.compose import netns as compose_netns
 
     if netns.inside():
         return None
     compose = [r for r in runs if r.cluster.backend == "compose"]
     if compose:
         from faults.journal import default_state_dir
-        from harness.backends.compose_image import image_for
+        from harness.backends.compose.image import image_for
 
         try:
             compose_netns.enter(image_for(compose[0].cluster), default_state_dir().resolve())
@@ -192,7 +192,7 @@ def isolate(source: str, runs: list) -> int | None:
 def release_netns() -> None:
     """Remove this process's network namespace holder, if it has one (compose runs)."""
     from faults.journal import default_state_dir
-    from harness.backends import compose_netns
+    from harness.backends.compose import netns as compose_netns
 
     if compose_netns.holder():
         try:

@@ -18,7 +18,7 @@ import pytest
 from faults.docker.ops import PROJECT_LABEL
 from faults.journal import Journal
 from faults.system.procs import TAG_ENV, tagged
-from harness.backends.compose_netns import STATE_LABEL
+from harness.backends.compose.netns import STATE_LABEL
 
 REPO = Path(__file__).resolve().parents[2]
 TEST_IMAGE = "rmq-chaos/rocketmq-emulator:{version}"

@@ -21,7 +21,7 @@ from faults.cluster_state import list_clusters, read_cluster_state
 from faults.docker import engine
 from faults.system import cgroupfs, mounts
 from faults.system.procs import swap_bytes
-from harness.backends.compose_layout import project_name
+from harness.backends.compose.layout import project_name
 
 pytestmark = [pytest.mark.root, pytest.mark.docker]
 SCENARIO = """\

@@ -1,4 +1,4 @@
-"""The controller file of a controller-mode compose run (harness/backends/compose_controller_layout.py), checked with
+"""The controller file of a controller-mode compose run (harness/backends/compose/controller_layout.py), checked with
 the real `docker compose` v2 binary (`config`, which needs no engine) together with the checked-in 5.x file it
 extends: three standalone controllers, each the checked-in `namesrv` underneath with its own command
 (`sh mqcontroller -c <conf>`), conf, logs and health check on its DLedger port; every broker of every set the
@@ -15,7 +15,7 @@ from compose_support import REPO
 
 from faults.docker import engine
 from harness.backends import controller_conf as conf
-from harness.backends.compose_controller_layout import ControllerComposeLayout
+from harness.backends.compose.controller_layout import ControllerComposeLayout
 from harness.scenario import ClusterSpec
 from harness.topology import Topology
 

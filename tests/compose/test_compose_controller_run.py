@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from compose_support import REPO, assert_nothing_left, events, valid_compose_run
 
-from harness.backends.compose_layout import project_name
+from harness.backends.compose.layout import project_name
 
 sys.path.insert(0, str(REPO / "tests" / "harness"))  # runsupport: the scenario files' shortening helper, shared
 from runsupport import shortened  # noqa: E402

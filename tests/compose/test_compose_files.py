@@ -14,7 +14,7 @@ from compose_support import REPO
 
 from faults.docker import engine
 from harness.backends.brokerconf import render
-from harness.backends.compose_layout import ComposeLayout
+from harness.backends.compose.layout import ComposeLayout
 from harness.scenario import ClusterSpec
 
 COMPOSE = REPO / "compose"

@@ -1,4 +1,4 @@
-"""The groups file of a compose run with several broker groups (harness/backends/compose_groups.py), checked with the
+"""The groups file of a compose run with several broker groups (harness/backends/compose/groups.py), checked with the
 real `docker compose` v2 binary (`config`, which needs no engine) together with the checked-in file it extends: one
 service per member of the topology, each with the checked-in `master` / `slave` underneath (image, command, network
 mode, cgroup parent, environment) and its own store, logs, conf, limits, health check and dependency (a slave waits
@@ -13,8 +13,8 @@ import yaml
 from compose_support import REPO
 
 from faults.docker import engine
-from harness.backends import compose_groups
-from harness.backends.compose_layout import ComposeLayout
+from harness.backends.compose import groups as compose_groups
+from harness.backends.compose.layout import ComposeLayout
 from harness.scenario import ClusterSpec
 from harness.topology import Topology
 

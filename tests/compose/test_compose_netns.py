@@ -1,4 +1,4 @@
-"""A compose run lives in a network namespace of its own (harness/backends/compose_netns.py): while `rmq-chaos run`
+"""A compose run lives in a network namespace of its own (harness/backends/compose/netns.py): while `rmq-chaos run`
 runs, `ss -ltnp` in the host's namespace shows no listener of the run (no process of the run, none of its ports),
 and in the run's namespace, which has only `lo`, every listener is on 127.0.0.0/8 or a wildcard address and every
 port of the run listens there. Under host networking (the backend before this namespace) the run's ports were
@@ -19,7 +19,7 @@ from compose_support import assert_nothing_left, rmq_chaos, rmq_chaos_run
 
 from faults.docker import engine
 from faults.docker.ops import PROJECT_LABEL
-from harness.backends.compose_netns import HOLDER_LABEL, STATE_LABEL
+from harness.backends.compose.netns import HOLDER_LABEL, STATE_LABEL
 
 pytestmark = [pytest.mark.root, pytest.mark.docker]
 SCENARIO = """\

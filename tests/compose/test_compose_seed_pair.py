@@ -22,7 +22,7 @@ from compose_support import (
     rows,
 )
 
-from harness.backends.compose_layout import project_name
+from harness.backends.compose.layout import project_name
 
 sys.path.insert(0, str(REPO / "tests" / "harness"))  # seed_checks, runsupport: the seed pair's checks, shared
 import seed_checks  # noqa: E402

@@ -156,12 +156,14 @@ def test_a_phases_roles_are_resolved_before_its_first_fault() -> None:
 
 def test_the_consumers_ask_the_master_of_the_moment_first() -> None:
     """Consumer admin calls (listing, GET_CONSUME_STATS) go to the broker that holds the master role then."""
-    from harness.backends.local_controller import LocalControllerBackend
+    from harness.backends.controller_mode import ControllerMode
 
-    def backend(master: str | None) -> SimpleNamespace:
-        return SimpleNamespace(roles={"broker-a": FixedRoles(master, set(ADDRS))}, broker_nodes=tuple(ADDRS),
-                               broker_addrs=ADDRS)
+    def role_addrs(master: str | None) -> list[str]:
+        mode = ControllerMode(SimpleNamespace(topology=SimpleNamespace(controllers=()), broker_nodes=tuple(ADDRS),
+                                              broker_addrs=ADDRS))
+        mode.roles = {"broker-a": FixedRoles(master, set(ADDRS))}  # type: ignore[dict-item]
+        return mode.role_addrs()
 
-    assert LocalControllerBackend.role_addrs(backend("broker-1")) == [ADDRS["broker-1"], ADDRS["broker-0"]]
-    assert LocalControllerBackend.role_addrs(backend("broker-0")) == [ADDRS["broker-0"], ADDRS["broker-1"]]
-    assert LocalControllerBackend.role_addrs(backend(None)) == [ADDRS["broker-0"], ADDRS["broker-1"]]
+    assert role_addrs("broker-1") == [ADDRS["broker-1"], ADDRS["broker-0"]]
+    assert role_addrs("broker-0") == [ADDRS["broker-0"], ADDRS["broker-1"]]
+    assert role_addrs(None) == [ADDRS["broker-0"], ADDRS["broker-1"]]

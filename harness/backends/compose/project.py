@@ -1,7 +1,7 @@
 """A compose project of one run: `docker compose config` (the files and their variables are valid), `up -d --wait`
 (every service healthy, in dependency order; only `services` when given: with several broker groups the groups
 file's members, not the checked-in file's `master` and `slave`), its containers by service (Docker SDK), `down -v`.
-The checked-in file comes first, `extra_files` after it (harness/backends/compose_groups.py). Journaled before `up`
+The checked-in file comes first, `extra_files` after it (harness/backends/compose/groups.py). Journaled before `up`
 with the undo `compose_down`, so `rmq-chaos cleanup` removes the containers of a run that died."""
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ from typing import Any
 IMAGE_ENV = "ROCKETMQ_IMAGE"
 DEFAULT_IMAGE = "apache/rocketmq:{version}"
 COMPOSE_DIR_ENV = "RMQ_COMPOSE_DIR"
-COMPOSE_DIR = Path(__file__).resolve().parents[2] / "compose"
+COMPOSE_DIR = Path(__file__).resolve().parents[3] / "compose"
 COMPOSE_FILES = {"4": "rocketmq-4.yml", "5": "rocketmq-5.yml"}
 BUILD_SCRIPT = "compose/image/build-emulator-image.sh"
 VERSION_ENV = "ROCKETMQ_VERSION"

@@ -104,7 +104,7 @@ class RemoteNode(BrokerChecks):
         return RemoteFault(self, spec, dict(self.fault_extras))
 
     def to_json(self) -> dict[str, Any]:
-        return {"factory": "harness.backends.remote_node:unavailable", "name": self.name, "host": self.host}
+        return {"factory": "harness.backends.ssh.remote_node:unavailable", "name": self.name, "host": self.host}
 
 
 def unavailable(data: dict[str, Any], journal: Any) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 from faults.target import NodeTarget
 from harness.backends.brokerconf import render
-from harness.backends.localnode import STOP_TIMEOUT_S, BrokerNode
+from harness.backends.local.node import STOP_TIMEOUT_S, BrokerNode
 from harness.backends.programs import Program
 
 

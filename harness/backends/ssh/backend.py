@@ -1,4 +1,4 @@
-"""The `ssh` backend: the topology's nodes (name server, each broker group's master and slave; `harness.topology`) on
+"""The `ssh` backend: the topology's nodes (name server, controllers, each broker group's brokers; `harness.topology`) on
 the hosts of an inventory (`cluster.hosts`, `--hosts FILE`; Ansible's YAML format), placed by `cluster.placement`,
 each made and driven by a host agent (`harness.agent`) that the harness puts on its host and runs over SSH (OpenSSH,
 one multiplexed connection per host).
@@ -6,8 +6,9 @@ one multiplexed connection per host).
 `start_nodes`: every host is reached and checked before anything starts anywhere (`harness.hosts.deploy`); the
 harness is installed where its bundle is not there yet; one agent per host starts (its lease renewed from here),
 cleans up what dead runs left in its journal, and its clock offset to this machine is measured; free ports are taken
-on each host's address; the nodes are made from `NodeSpec`s the control node builds and started in order (name
-server, then each group's master and slave). Readiness, cluster.json, the effective-config check, the read-back and
+on each host's address; the nodes are made from `NodeSpec`s the control node builds (each conf from the backend's
+`mode`: master_slave or controller) and started in the mode's order. Without a placement the inventory's groups
+place them (`placement_from_groups`: `namesrv`, `controller`, `master`, `slave`). Readiness, cluster.json, the effective-config check, the read-back and
 the shared `down()` flow are `ClusterBackend`'s: the brokers are reached over the network from here. Faults on a
 node run on its host through its agent; their events come back and are put on this machine's clock (offset measured
 at the start and the end, both in cluster.json with their error bounds)."""
@@ -23,10 +24,9 @@ from typing import Any
 
 from faults.target import NodeTarget
 from harness.backends.base import ClusterBackend
-from harness.backends.brokerconf import BrokerLayout, broker_properties, namesrv_properties
-from harness.backends.hosted_node import NodeSpec
+from harness.backends.local.hosted_node import NodeSpec
 from harness.backends.programs import Program
-from harness.backends.remote_node import RemoteNode, RemotePids
+from harness.backends.ssh.remote_node import RemoteNode, RemotePids
 from harness.collectors.metrics import MetricsNode
 from harness.hosts.agent_client import AgentClient
 from harness.hosts.deploy import HostNeeds, install, preflight
@@ -113,10 +113,10 @@ class SshBackend(ClusterBackend):
         self._start_all(say)
 
     def _start_all(self, say: Callable[[str], None]) -> None:
-        """Every node in order; each waited for, but a slave (it needs its master up; the shared flow waits)."""
-        slaves = {m.node for m in self.topology.members if m.role == "slave"}
-        for n in self.node_order:
-            self._start(n, say, wait=n not in slaves)
+        """Every node in the mode's order (a node waited for unless the order says not: a master_slave slave needs
+        its master up, the shared flow waits for it)."""
+        self.mode.nodes_made()
+        self.mode.start_in_order(lambda n: self._start(n, say, wait=False), lambda n: self._start(n, say))
 
     def _start(self, n: str, say: Callable[[str], None], wait: bool = True) -> None:
         say(f"cluster: starting {n} on {self.place[n].name} ({self.nodes[n].addr})")
@@ -140,18 +140,30 @@ class SshBackend(ClusterBackend):
         self._create(self._specs(self._ports()))
 
     def _specs(self, ports: dict[str, Any]) -> list[NodeSpec]:
-        c = self.scenario.cluster
+        """Each node's spec, its conf from the mode: the controllers' DLedger ports and every broker's
+        `brokerIP1`/`brokerIP2` are their hosts' addresses."""
+        c, mode = self.scenario.cluster, self.mode
         ns_host = self.place["namesrv"]
         self.namesrv_addr = f"{ns_host.address}:{ports['namesrv']}"
-        specs = [self._spec("namesrv", namesrv_properties(c, ports["namesrv"]), self.namesrv_addr)]
+        dledger = mode.dledger_nodes()
+        if dledger == ("namesrv",):  # the embedded controller's DLedger port: one more free port on its host
+            got = self.agents[ns_host.name].call("ports", host=ns_host.address, single=1, brokers=0)
+            peer_ports: tuple[int, ...] = (got["single"][0],)
+        else:
+            peer_ports = tuple(ports[n] for n in dledger)
+        mode.place_controllers(peer_ports, hosts=tuple(self.place[n].address for n in dledger))
+        specs = [self._spec("namesrv", mode.namesrv_props(ports["namesrv"], Path(self._node_dir("namesrv"))),
+                            self.namesrv_addr)]
+        for i, n in enumerate(self.topology.controllers):
+            specs.append(self._spec(n, mode.controller_props(i, Path(self._node_dir(n))), mode.ctl.addrs[i],
+                                    role="controller"))
         for m in self.topology.members:
-            n = m.node
-            host, (listen, ha) = self.place[n], ports[n]
-            layout = BrokerLayout(n, listen, ha, Path(self._node_dir(n)) / "store", self.namesrv_addr, None,
-                                  host=host.address, group=m.group, role=m.role)
-            self.broker_addrs[n] = layout.addr
-            specs.append(self._spec(n, broker_properties(c, layout), layout.addr, broker_id=layout.broker_id,
-                                    store_size=c.store_size, role=m.role))
+            host, (listen, ha) = self.place[m.node], ports[m.node]
+            self.broker_addrs[m.node] = f"{host.address}:{listen}"
+            props = mode.broker_props(m, listen, ha, Path(self._node_dir(m.node)) / "store", host=host.address)
+            specs.append(self._spec(m.node, props, self.broker_addrs[m.node],
+                                    broker_id=m.broker_id if m.broker_id >= 0 else None, store_size=c.store_size,
+                                    role=m.role))
         return specs
 
     def _create(self, specs: list[NodeSpec]) -> None:
@@ -219,10 +231,6 @@ class SshBackend(ClusterBackend):
 
     def ready_note(self) -> str:
         return " (on " + ", ".join(f"{n} {self.place[n].name}" for n in self.node_order) + ")"
-
-    def resolve_target(self, target: str) -> str:
-        """The node a fault's target names (`broker-b/master` -> `broker-b-master`; a bare role with one group)."""
-        return self.topology.static_node(target)
 
     def cluster_info(self) -> dict[str, Any]:
         info = super().cluster_info()

@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness.backends.compose_layout import CONTAINER_STORE, ComposeLayout
+from harness.backends.compose.layout import CONTAINER_STORE, ComposeLayout
 from harness.topology import Member, Topology
 
 GROUPS_FILE = "compose.groups.yml"
@@ -46,7 +46,7 @@ def member_service(layout: ComposeLayout, base_file: Path, member: Member, depen
 def render(layout: ComposeLayout, topology: Topology, base_file: Path) -> str:
     """The text of the groups file: one service per broker of the topology (master_slave mode)."""
     header = [f"# rendered by rmq-chaos for project {layout.project}: {len(topology.groups)} broker groups, each member",
-              f"# a service extending {base_file.name}'s master or slave (harness/backends/compose_groups.py)"]
+              f"# a service extending {base_file.name}'s master or slave (harness/backends/compose/groups.py)"]
     services = {}
     for group in topology.groups:
         master = group.members[0].node

@@ -3,7 +3,7 @@ the conf files of `harness.backends.controller_conf` (the name server with the e
 standalone controllers `controller-0..2`, and every broker of every broker set), and the second compose file
 `<work>/compose.controller.yml`: each controller a service extending the checked-in file's `namesrv` with its own
 command (`sh mqcontroller -c <conf>`, as the official image runs one), conf, logs and health check on its DLedger
-port; each broker a service extending the checked-in `master` (harness/backends/compose_groups.py). The checked-in
+port; each broker a service extending the checked-in `master` (harness/backends/compose/groups.py). The checked-in
 `master` and `slave` are not started; their variables get the first set's first two brokers."""
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.backends import compose_groups
 from harness.backends import controller_conf as conf
-from harness.backends.compose_layout import CONTAINER_STORE, ComposeLayout
+from harness.backends.compose import groups as compose_groups
+from harness.backends.compose.layout import CONTAINER_STORE, ComposeLayout
 from harness.backends.ports import HOST
 from harness.topology import Topology
 
@@ -65,7 +65,7 @@ class ControllerComposeLayout(ComposeLayout):
         """`<work>/compose.controller.yml`: the controllers and every broker of every set."""
         header = [f"# rendered by rmq-chaos for project {self.project}: controller mode, "
                   f"{len(self.controllers) or 'no'} standalone controllers, {len(topology.groups)} broker set(s)",
-                  "# (harness/backends/compose_controller_layout.py)"]
+                  "# (harness/backends/compose/controller_layout.py)"]
         services = {n: self.controller_service(base_file, n) for n in self.controllers}
         for m in topology.members:
             services[m.node] = compose_groups.member_service(self, base_file, m, "namesrv", extends="master")

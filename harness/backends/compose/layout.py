@@ -30,7 +30,7 @@ IMAGE_UID = 3000
 """The official image runs as `rocketmq`, uid/gid 3000: bind-mounted directories must be its own."""
 BASE_SERVICES = ("namesrv", "master", "slave")
 """The services of compose/rocketmq-*.yml: with one group they are its nodes, with several the members extend them
-(harness/backends/compose_groups.py)."""
+(harness/backends/compose/groups.py)."""
 PROJECT_PREFIX = "rmq-chaos-"
 PROJECT_BAD = re.compile(r"[^a-z0-9_-]+")
 ENV_FILE = "compose.env"
@@ -54,7 +54,7 @@ class ComposeLayout:
     """(listenPort, haListenPort) of every broker node of the topology, in its order (masters before their slaves)"""
     ha_master_address: str | None = None
     network_mode: str = "host"
-    """compose `network_mode`: `container:<holder>` (the run's own namespace, harness/backends/compose_netns.py)"""
+    """compose `network_mode`: `container:<holder>` (the run's own namespace, harness/backends/compose/netns.py)"""
     mem_limits: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     @property

@@ -1,9 +1,12 @@
-"""The compose backend: the topology's nodes (name server, each broker group's master and slave; `harness.topology`)
-as containers of `compose/rocketmq-<major>.yml`, started with `docker compose up -d --wait` (the real v2 binary) and
-watched through the Docker SDK. One group runs the file's own services; several add a second file rendered for the
-run whose services extend the file's `master` and `slave` (harness/backends/compose_groups.py). No container network:
+"""The compose backend: the topology's nodes (name server, controllers, each broker group's brokers;
+`harness.topology`) as containers of `compose/rocketmq-<major>.yml`, started with `docker compose up -d --wait` (the
+real v2 binary) and watched through the Docker SDK. One group runs the file's own services; several add a second file
+rendered for the run whose services extend the file's `master` and `slave` (harness/backends/compose/groups.py); in
+controller mode that file holds the controllers and every broker of every set (controller_layout.py), the
+containers are only created by `up` and the mode starts them in its order (each set's first broker alone until the
+controller names it master). No container network:
 the containers join the network namespace of the run's holder container, where this process runs too
-(`harness/backends/compose_netns.py`: only loopback; host networking when the process is not in one, which is
+(`harness/backends/compose/netns.py`: only loopback; host networking when the process is not in one, which is
 refused for a real broker's image), on free 127.0.0.1 ports the harness picks and renders into the conf files; each broker's store is a loop-mounted
 ext4 of its own on the host (the local backend's `LoopStore`, `errors=remount-ro`), bind-mounted at
 `/home/rocketmq/store`, so a store fault hits one broker; the containers' cgroups live under
@@ -26,13 +29,16 @@ from faults.journal import Journal
 from faults.system import cgroupfs
 from faults.target import NodeTarget
 from harness import brokerclient
-from harness.backends import compose_groups, compose_netns
-from harness.backends.base import ClusterBackend, ClusterError
-from harness.backends.compose_image import check_setup
-from harness.backends.compose_layout import IMAGE_UID, ComposeLayout, project_name
-from harness.backends.compose_node import ContainerNode
-from harness.backends.compose_project import ComposeProject
-from harness.backends.compose_stats import ComposeMetricsCollector
+from harness.backends.base import ClusterBackend
+from harness.backends.compose import groups as compose_groups
+from harness.backends.compose import netns as compose_netns
+from harness.backends.compose.controller_layout import ControllerComposeLayout
+from harness.backends.compose.image import check_setup
+from harness.backends.compose.layout import IMAGE_UID, ComposeLayout, project_name
+from harness.backends.compose.node import ContainerNode
+from harness.backends.compose.project import ComposeProject
+from harness.backends.compose.stats import ComposeMetricsCollector
+from harness.backends.errors import ClusterError
 from harness.backends.ports import PortPicker
 from harness.backends.programs import Program
 from harness.rundir import RunDir
@@ -62,27 +68,35 @@ class ComposeBackend(ClusterBackend):
         self.containers: dict[str, Any] = {}
         self._cgroup_entry: str | None = None
 
-    START_ON_UP = True
-    """`up` starts the containers; False: `up` only creates them and `start_nodes` starts them in its own order."""
-
     def start_nodes(self, say: Callable[[str], None]) -> None:
+        """The layout's files, `docker compose up`, then (in controller mode, whose start waits on the controller's
+        election) each container started in the mode's order."""
         self.layout = layout = self.make_layout(PortPicker())
         self.namesrv_addr = layout.namesrv_addr
         confs = layout.write(self.scenario.cluster)
         self.broker_addrs = {n: layout.addr(n) for n in self.broker_nodes}
         self.compose_up(say, confs)
+        self.mode.nodes_made()
+        if self.mode.start_one_by_one:
+            self.start_in_mode_order(say)
 
     def make_layout(self, picker: PortPicker) -> ComposeLayout:
-        """Ports, the cgroup parent, the stores (the image's user's), the relay; the run's `ComposeLayout`."""
+        """Ports, the cgroup parent, the stores (the image's user's), the relay; the run's `ComposeLayout` (its
+        controller-mode kind, `ControllerComposeLayout`, renders the controllers' services and confs too)."""
         c = self.scenario.cluster
         ns_port = picker.one()
+        self.mode.place_controllers(tuple(picker.one() for _ in self.mode.dledger_nodes()))
         ports = {n: picker.broker() for n in self.broker_nodes}
         self.prepare_host()
+        args = (self.work, self.project_name, self.image, c.version, c.heap, self.cgroup_parent, ns_port, ports)
+        if self.mode.dledger_nodes():
+            return ControllerComposeLayout(*args, network_mode=self.network_mode, ctl=self.mode.ctl,
+                                           controllers=self.topology.controllers)
         ha_master = None
         if self.use_relay():  # ha_link: with one group (the scenario refuses it with several)
-            ha_master = self.start_relay(f"127.0.0.1:{ports[self.masters()[0]][1]}", f"127.0.0.1:{picker.one()}")
-        return ComposeLayout(self.work, self.project_name, self.image, c.version, c.heap, self.cgroup_parent, ns_port,
-                             ports, ha_master, network_mode=self.network_mode)
+            ha_master = self.start_relay(f"127.0.0.1:{ports[self.topology.static_node('master')][1]}",
+                                         f"127.0.0.1:{picker.one()}")
+        return ComposeLayout(*args, ha_master, network_mode=self.network_mode)
 
     def prepare_host(self) -> None:
         self._journal_cgroup_parent()
@@ -92,12 +106,16 @@ class ComposeBackend(ClusterBackend):
             shutil.chown(store.mount, IMAGE_UID, IMAGE_UID)
 
     def extra_files(self, base: Path) -> tuple[Path, ...]:
-        """The compose files after the checked-in one: the groups file with several broker groups."""
+        """The compose files after the checked-in one: the controller-mode file (the controllers and every broker
+        of every set), or the groups file with several broker groups."""
         assert self.layout is not None
+        if isinstance(self.layout, ControllerComposeLayout):
+            return (self.layout.write_services(self.topology, base),)
         return () if self.topology.single else (compose_groups.write(self.layout, self.topology, base),)
 
     def compose_up(self, say: Callable[[str], None], confs: dict[str, Path]) -> None:
-        """`docker compose up` of the project (only created when not `START_ON_UP`), then a node per container."""
+        """`docker compose up` of the project (its containers only created when the mode starts them one by one),
+        then a node per container."""
         base = Path(self.setup["compose_file"])
         extra = self.extra_files(base)
         assert self.layout is not None
@@ -107,7 +125,7 @@ class ComposeBackend(ClusterBackend):
         self.project.config()
         say(f"cluster: docker compose up {self.project_name} ({self.image}, "
             + " + ".join(f.name for f in (base, *extra)) + ")")
-        self.project.up(self.journal, self.run_id, self.scenario.cluster.ready_timeout, start=self.START_ON_UP)
+        self.project.up(self.journal, self.run_id, self.scenario.cluster.ready_timeout, start=not self.mode.start_one_by_one)
         self.containers = self.project.containers()
         missing = [n for n in self.node_order if n not in self.containers]
         if missing:
@@ -117,11 +135,6 @@ class ComposeBackend(ClusterBackend):
 
     def ready_note(self) -> str:
         return f" (containers of {self.project_name})"
-
-    def resolve_target(self, target: str) -> str:
-        """The node (container) a fault's target names: `broker-b/master` -> `broker-b-master`; a bare role with one
-        group (`harness.topology`)."""
-        return self.topology.static_node(target)
 
     def _journal_cgroup_parent(self) -> None:
         """The `rmq-chaos/<project>` dirs runc makes in every hierarchy for the containers' cgroups: removed at
@@ -192,7 +205,7 @@ class ComposeBackend(ClusterBackend):
 
     def status(self) -> dict[str, str]:
         """Each node's container: name, state and health, from the Docker API."""
-        from harness.backends.compose_status import container_status
+        from harness.backends.compose.status import container_status
 
         return {n: container_status(ct.id) for n, ct in self.containers.items()}
 

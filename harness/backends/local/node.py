@@ -16,7 +16,7 @@ from faults.journal import Journal
 from harness.backends.broker_checks import BrokerChecks
 from harness.resources.node_process import ProcessNode
 
-FACTORY = "harness.backends.localnode:BrokerNode.from_json"
+FACTORY = "harness.backends.local.node:BrokerNode.from_json"
 STOP_TIMEOUT_S = 15.0
 
 

@@ -1,5 +1,5 @@
-"""The local backend: the topology's nodes (name server, each broker group's master and slave; `harness.topology`)
-as processes on this machine, on free 127.0.0.1 ports, each in
+"""The local backend: the topology's nodes (name server, controllers, each broker group's brokers; `harness.topology`)
+in either mode (confs and start order from the backend's `mode`) as processes on this machine, on free 127.0.0.1 ports, each in
 its own cgroups (`<controller>/rmq-chaos/<run>/<node>`), each broker's store on its own loop-mounted ext4 image
 (`errors=remount-ro`, size from the scenario), everything journaled before it is made so `rmq-chaos cleanup`
 removes what a dead run left. With the `ha_link` fault (or `cluster.ha_relay: always`) the HA relay sits on the
@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.backends.base import ClusterBackend
-from harness.backends.brokerconf import BrokerLayout, broker_properties, namesrv_properties
-from harness.backends.hosted_node import HostedNode, NodeSpec
+from harness.backends.local.hosted_node import HostedNode, NodeSpec
 from harness.backends.ports import HOST, PortPicker
 from harness.backends.programs import Program
 from harness.rundir import RunDir
@@ -32,29 +31,34 @@ class LocalBackend(ClusterBackend):
         self.cgroups: dict[str, Any] = {}
 
     def start_nodes(self, say: Callable[[str], None]) -> None:
-        """The topology's nodes: the name server, then each group's master and slave (`harness.topology`)."""
+        """The topology's nodes (`harness.topology`: the name server, the controllers, each group's brokers), each
+        with the conf its mode gives it, started in the mode's order."""
         from harness.resources.cgroups import NodeCgroups
 
-        c = self.scenario.cluster
+        mode = self.mode
         picker = PortPicker()
         ns_port = picker.one()
         self.namesrv_addr = f"{HOST}:{ns_port}"
+        mode.place_controllers(tuple(picker.one() for _ in mode.dledger_nodes()))
         ports = {n: picker.broker() for n in self.broker_nodes}
         for n in self.node_order:
             self.cgroups[n] = NodeCgroups.create(self.journal, self.run_id, n)
         self.make_stores()
         ha_master = None
-        if self.use_relay():  # ha_link: with one group (the scenario refuses it with several)
-            ha_master = self.start_relay(f"{HOST}:{ports['master'][1]}", f"{HOST}:{picker.one()}")
-        specs = [self._spec("namesrv", namesrv_properties(c, ns_port), f"{HOST}:{ns_port}")]
+        if self.use_relay():  # ha_link: with one group in master_slave mode (the scenario refuses it otherwise)
+            ha_master = self.start_relay(f"{HOST}:{ports[self.topology.static_node('master')][1]}",
+                                         f"{HOST}:{picker.one()}")
+        specs = [self._spec("namesrv", mode.namesrv_props(ns_port, self.work / "namesrv"), self.namesrv_addr)]
+        for i, n in enumerate(self.topology.controllers):
+            specs.append(self._spec(n, mode.controller_props(i, self.work / n), mode.ctl.addrs[i], role="controller"))
         for m in self.topology.members:
             listen, ha = ports[m.node]
-            layout = BrokerLayout(m.node, listen, ha, Path(self.stores[m.node].mount), self.namesrv_addr,
-                                  ha_master if m.role == "slave" else None, group=m.group, role=m.role)
-            self.broker_addrs[m.node] = layout.addr
+            self.broker_addrs[m.node] = f"{HOST}:{listen}"
             master = self.topology.master_of(m.node)
-            specs.append(self._spec(m.node, broker_properties(c, layout), layout.addr, broker_id=layout.broker_id,
-                                    role=m.role, master_addr=self.broker_addrs.get(master)))
+            specs.append(self._spec(m.node, mode.broker_props(m, listen, ha, Path(self.stores[m.node].mount),
+                                                              ha_master=ha_master),
+                                    self.broker_addrs[m.node], broker_id=m.broker_id if m.broker_id >= 0 else None,
+                                    role=m.role, master_addr=self.broker_addrs.get(master or "")))
         for spec in specs:
             hosted = HostedNode.create(self.journal, spec, self.program, cgroups=self.cgroups[spec.name],
                                        store=self.stores.get(spec.name))
@@ -62,16 +66,8 @@ class LocalBackend(ClusterBackend):
             self.log_sources[spec.name] = hosted.log_sources
             self.targets[spec.name] = hosted.target(self.relay.extras() if self.relay and spec.role != "namesrv"
                                                     else None)
-        slaves = {m.node for m in self.topology.members if m.role == "slave"}
-        for n in self.node_order:
-            say(f"cluster: starting {n} ({self.nodes[n].addr})")
-            self.nodes[n].start()
-            if n not in slaves:  # a slave needs its master up; the shared flow waits for it
-                self.nodes[n].wait_ready(c.ready_timeout)
-
-    def resolve_target(self, target: str) -> str:
-        """The node a fault's target names (`broker-b/master` -> `broker-b-master`; a bare role with one group)."""
-        return self.topology.static_node(target)
+        mode.nodes_made()
+        self.start_in_mode_order(say)
 
     def _spec(self, name: str, props: dict[str, Any], addr: str, broker_id: int | None = None,
               role: str | None = None, master_addr: str | None = None) -> NodeSpec:

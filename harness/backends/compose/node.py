@@ -23,7 +23,7 @@ from faults.target import PidFile
 from harness.backends.broker_checks import POLL_S, BrokerChecks
 from harness.resources.node_process import accepts
 
-FACTORY = "harness.backends.compose_node:ContainerNode.from_json"
+FACTORY = "harness.backends.compose.node:ContainerNode.from_json"
 STOP_TIMEOUT_S = 15
 GONE_TIMEOUT_S = 60
 """How long `stop` waits, after Docker says the container is down, for the last of its processes to be gone."""
