@@ -177,7 +177,9 @@ def open_run_dir(path: str | Path) -> RunDir:
     elif timeline.readback_started and not timeline.readback_ended:
         warnings.append("events.jsonl: readback_start without readback_end: the loss check is unknown")
     coverage = _read_coverage(layout, warnings)
-    started = next((_int_ns(ev.get("wall_ns")) for ev in events if ev.get("event") == "cluster_up"), None)
+    # a cluster reused from an earlier run (explore's `cluster: reuse`) says when its nodes started: `started_ns`
+    started = next((_int_ns(ev.get("started_ns", ev.get("wall_ns"))) for ev in events
+                    if ev.get("event") == "cluster_up"), None)
     pagecache = read_run_logs(root / "logs", started if started is not None else timeline.run_start_ns)
     for log in pagecache:
         if log.skipped:

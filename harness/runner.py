@@ -60,8 +60,11 @@ class RunResult:
 class Runner:
     def __init__(self, scenario: Scenario, out_dir: str | Path, *, keep_cluster: bool = False,
                  analyze: bool = True, state_dir: str | Path | None = None, progress: RunProgress | None = None,
-                 run_id: str | None = None) -> None:
+                 run_id: str | None = None, held: Any = None) -> None:
         self.scenario = scenario
+        self.held = held
+        """A `harness.cluster_reuse.HeldCluster`: the run borrows the cluster it holds (when it proves healthy) and
+        hands its own back to it when the run ends well, instead of taking it down."""
         self.out_dir = Path(out_dir)
         self.keep_cluster = keep_cluster
         self.analyze = analyze
@@ -162,15 +165,18 @@ class Runner:
         from harness.backends.factory import make_backend
 
         try:
-            backend = make_backend(self.scenario, rd, journal, state_dir)
+            backend = self.held.lend(self.scenario, rd, progress.step) if self.held is not None else None
+            fresh = backend is None
+            backend = backend or make_backend(self.scenario, rd, journal, state_dir)
         except Exception as err:  # noqa: BLE001 - e.g. the broker program is missing: nothing was started
             progress.step(f"run failed: {err}", "red")
             return STATUS_FAILED, f"{type(err).__name__}: {err}"
         stage = _Stage()
         status, error = STATUS_COMPLETED, None
         try:
-            progress.step(f"cluster: starting {', '.join(backend.node_order)}")
-            backend.up(progress.step)
+            if fresh:
+                progress.step(f"cluster: starting {', '.join(backend.node_order)}")
+                backend.up(progress.step)
             stage.collector = backend.start_collectors()
             stage.collector.on_failure = lambda error: self._watch.fail("metrics", error)
             targets = dict(backend.targets)
@@ -217,7 +223,7 @@ class Runner:
                 traceback.print_exc(file=sys.stderr)
         finally:
             self._cleaning = True
-            errors = self._wind_down(rd, backend, stage, progress)
+            errors = self._wind_down(rd, backend, stage, progress, hand_back=status == STATUS_COMPLETED)
             if errors and status == STATUS_COMPLETED:
                 status, error = STATUS_FAILED, "; ".join(errors)
         return status, error
@@ -365,9 +371,11 @@ class Runner:
             first = next(q for q in incomplete if node_of(q) == dead[0])
             raise RuntimeError(f"read-back: {', '.join(dead)} not running ({first['error']}: {first['remark']})")
 
-    def _wind_down(self, rd: RunDir, backend: Any, stage: _Stage, progress: RunProgress) -> list[str]:
-        """Revert every fault, stop the load and collectors, copy logs, take the cluster down. Each step runs even
-        when an earlier one failed; their errors are returned."""
+    def _wind_down(self, rd: RunDir, backend: Any, stage: _Stage, progress: RunProgress,
+                   hand_back: bool = False) -> list[str]:
+        """Revert every fault, stop the load and collectors, copy logs, take the cluster down (or, `hand_back`
+        with a `held` holder and nothing failed, hand it to the holder for the next run). Each step runs even when
+        an earlier one failed; their errors are returned."""
         errors: list[str] = []
 
         def attempt(what: str, fn: Any) -> None:
@@ -390,7 +398,10 @@ class Runner:
         if stage.consumers is not None:
             attempt("consumer lag collector", stage.consumers.close)
         attempt("copy logs", backend.copy_logs)
-        if self.keep_cluster and not errors and self._signal is None:
+        if self.held is not None and hand_back and not errors and self._signal is None:
+            progress.step(f"cluster: kept for the next run ({backend.cluster_id})")
+            attempt("keep the cluster", lambda: self.held.take(backend))
+        elif self.keep_cluster and not errors and self._signal is None:
             self.kept = backend
             progress.step(f"cluster kept ({backend.cluster_id}): this process holds it until Ctrl-C, SIGTERM or "
                           f"`rmq-chaos cluster down {backend.cluster_id}`", "yellow")

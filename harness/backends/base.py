@@ -79,6 +79,8 @@ class ClusterBackend:
         """What differs by `cluster.mode` (confs, start order, readiness, roles, targets, read-back): a
         `MasterSlaveMode` or a `ControllerMode`, the same calls."""
         self._state_written = False
+        self.up_ns: int | None = None
+        """Wall time of `cluster_up`: when the nodes were started (a reused cluster's runs carry it as `started_ns`)."""
 
     # --- what a backend provides ------------------------------------------------------------------------------
 
@@ -101,7 +103,7 @@ class ClusterBackend:
         timeout = self.scenario.cluster.ready_timeout
         self.work.mkdir(parents=True, exist_ok=True)
         self.start_nodes(say)
-        self.rd.event("cluster_up", backend=self.name, nodes=self.node_addrs())
+        self.up_ns = self.rd.event("cluster_up", backend=self.name, nodes=self.node_addrs())["wall_ns"]
         for n in self.node_order:
             self.nodes[n].wait_ready(timeout)
         self.mode.wait_topic_ready(say)
@@ -125,6 +127,28 @@ class ClusterBackend:
             self.nodes[n].wait_ready(self.scenario.cluster.ready_timeout)
 
         self.mode.start_in_order(start, start_waiting)
+
+    # --- kept for the next run (explore's `cluster: reuse`, harness/cluster_reuse.py) ----------------------------
+
+    def reattach(self, rd: RunDir) -> None:
+        """Point the cluster at another run's directory: its events, metrics, read-back (the run's keys) and logs go
+        there from now on; the nodes, their cgroups, stores and journal entries keep the cluster's id."""
+        self.rd = rd
+        self.run_id = rd.run_id
+
+    def prove_healthy(self, say: Callable[[str], None]) -> dict[str, Any]:
+        """Raise `ClusterError` (one line) unless every node runs and is ready, the mode's readiness holds again
+        (route, probe SEND_OK, every slave caught up or in its SyncStateSet) and the effective config is still the
+        one asked; returns cluster.json's content."""
+        dead = [n for n in self.node_order if not self.nodes[n].pids()]
+        if dead:
+            raise ClusterError(f"{', '.join(dead)} not running")
+        for n in self.node_order:
+            self.nodes[n].wait_ready(self.scenario.cluster.ready_timeout)
+        self.mode.check_ready(say)
+        info = self.cluster_info()
+        self.check_effective(info["effective_config"])
+        return info
 
     def make_stores(self) -> None:
         """Each broker's store: a loop-mounted ext4 image of its own under its node dir (`errors=remount-ro`)."""

@@ -94,24 +94,43 @@ class ControllerMode:
                 start_waiting(m.node)
 
     def wait_topic_ready(self, say: Callable[[str], None]) -> None:
+        """The topic on every broker, `check_ready`, then a role sampler per set."""
         b = self.b
-        t, c = b.scenario.topic, b.scenario.cluster
+        t = b.scenario.topic
         for n in b.broker_nodes:
             brokerclient.create_topic(b.broker_addrs[n], t.name, t.queues)
+        self.check_ready(say)
+        self.start_samplers()
+
+    def check_ready(self, say: Callable[[str], None]) -> None:
+        """Each set's route, a probe SEND_OK, every set's SyncStateSet holding all its brokers (also the proof that a
+        cluster kept from an earlier run is healthy again: harness/cluster_reuse.py)."""
+        b = self.b
+        t, c = b.scenario.topic, b.scenario.cluster
         deadline = time.monotonic() + c.ready_timeout
         say(f"cluster: waiting for the route of {t.name} and every slave in the SyncStateSet")
         for g in b.topology.groups:
-            brokerclient.wait_route(b.namesrv_addr, t.name, b.broker_addrs[g.members[0].node], deadline)
+            master = self.roles[g.name].master() or g.members[0].node
+            brokerclient.wait_route(b.namesrv_addr, t.name, b.broker_addrs[master], deadline)
         brokerclient.wait_probe_send_ok(b.namesrv_addr, READY_PROBE_TOPIC, deadline)
         for g in b.topology.groups:
             roles, want = self.roles[g.name], len(g.members)
             poll_until(lambda r=roles, w=want: len((r.sync_state() or _NO_SET).in_sync_replicas) == w, deadline,
                        f"the SyncStateSet of {g.name} did not reach all {want} brokers", ClusterError)
+
+    def start_samplers(self) -> None:
+        """A role sampler per set, writing to the run's events (each writes the roles it finds first)."""
+        b = self.b
         for g in b.topology.groups:
-            sampler = RoleSampler(self.roles[g.name], b.namesrv_addr, t.name, b.rd.event,
+            sampler = RoleSampler(self.roles[g.name], b.namesrv_addr, b.scenario.topic.name, b.rd.event,
                                   None if b.topology.single else g.name)
             sampler.start()
             self.samplers.append(sampler)
+
+    def stop_samplers(self) -> None:
+        for sampler in self.samplers:
+            sampler.stop()
+        self.samplers.clear()
 
     def note(self) -> str:
         masters = ", ".join(g.members[0].node for g in self.b.topology.groups)
@@ -166,7 +185,7 @@ class ControllerMode:
 
     def first_steps(self) -> Steps:
         """The role samplers, before the backend stops anything."""
-        for sampler in self.samplers:
+        for sampler in list(self.samplers):
             yield f"role sampler of {sampler.roles.broker_name}", sampler.stop
 
     def last_steps(self) -> Steps:

@@ -63,6 +63,9 @@ def load_exploration(path: str | Path) -> Exploration:
     ex = Exploration(source, name, spec.description, spec.explore, base, scenario_path, [], [], spec.override)
     probe = _probe(ex, marks)
     ex.consumer_groups = [g.name for g in probe.consumers.groups]
+    if spec.explore.cluster == "reuse" and ex.consumer_groups:
+        raise marks.error(("explore", "cluster"), "reuse: the scenario has consumer groups, whose committed offsets "
+                                                  "would carry over from one run to the next; allowed: restart")
     ex.targets = _targets(probe)
     _check_space(ex, marks)
     return ex

@@ -56,6 +56,10 @@ class Explorer:
         budget = ex.space.budget
         self.tally = Tally(budget.runs, budget.time, time.monotonic())
         self.records: list[dict[str, Any]] = []
+        from harness.cluster_reuse import HeldCluster
+
+        self.held = HeldCluster() if ex.space.cluster == "reuse" else None
+        """explore.cluster reuse: the cluster kept between runs (taken down when the exploration ends)"""
         self.summary: dict[str, Any] = {"id": root.name, "file": str(ex.source), "scenario": str(ex.scenario_path),
                                         "seed": ex.space.seed, "state": "exploring", "steps": []}
         self.minimal_text: str | None = None
@@ -70,6 +74,9 @@ class Explorer:
         except Stop as stop:
             code, minimal = (EXIT_STOPPED if stop.interrupted else EXIT_NONE), None
             why = str(stop) if stop.interrupted else f"no failure within the budget: {stop}"
+        finally:
+            if self.held is not None:
+                self.held.down(self.say)
         self.summary["state"] = why
         self._publish()
         self.say(f"explore {self.root.name}: {why}; {self.tally.line()}")
@@ -168,12 +175,14 @@ class Explorer:
         else:
             isolate_for(scenario)
             progress = ExploreRunProgress(name, scenario.total_s, t)
-            result = Runner(scenario, self.root / "runs", state_dir=self.state_dir, progress=progress).run()
+            result = Runner(scenario, self.root / "runs", state_dir=self.state_dir, progress=progress,
+                            held=self.held).run()
             j = judge(result.status, result.error, read_verdict(result.run_dir))
         if j.verdict == UNKNOWN:
             t.discarded += 1
         record.update({"verdict": j.verdict, "failed": list(j.failed), "unknown": list(j.unknown), "why": j.why,
-                       "run_id": result.run_dir.name if result else None, "wall_s": round(time.monotonic() - started, 1)})
+                       "run_id": result.run_dir.name if result else None, "wall_s": round(time.monotonic() - started, 1),
+                       "cluster": self.held.note if self.held is not None and result is not None else None})
         self.records.append(record)
         with (self.root / "schedules.jsonl").open("a", encoding="utf-8") as f:
             f.write(json.dumps(record) + "\n")

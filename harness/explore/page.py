@@ -31,14 +31,14 @@ def render(summary: Mapping[str, Any], records: list[Mapping[str, Any]], minimal
             out.append(f"<tr><th>{esc(key)}</th><td>{esc(summary[key])}</td></tr>")
     out.append("</table>")
     out.append("<h2>Schedules</h2><table><tr><th>#</th><th>stage</th><th>step</th><th>schedule</th><th>faults</th>"
-               "<th>verdict</th><th>failed / why</th><th>run</th></tr>")
+               "<th>verdict</th><th>failed / why</th><th>run</th><th>cluster</th></tr>")
     for r in records:
         link = f"runs/{r['run_id']}/report/index.html" if r.get("run_id") else None
         run = f'<a href="{esc(link)}">{esc(r["run_id"])}</a>' if link else "-"
         why = ", ".join(r.get("failed") or []) or r.get("why") or ""
         out.append(f"<tr><td>{r['n']}</td><td>{esc(r['stage'])}</td><td>{esc(r.get('step') or '')}</td>"
                    f"<td>{esc(r['describe'])}</td><td>{r['faults']}</td>{verdict_cell(r['verdict'])}"
-                   f"<td>{esc(why)}</td><td>{run}</td></tr>")
+                   f"<td>{esc(why)}</td><td>{run}</td><td>{esc(r.get('cluster') or 'fresh')}</td></tr>")
     out.append("</table>")
     steps = summary.get("steps") or []
     if steps:

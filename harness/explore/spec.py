@@ -18,7 +18,7 @@ Example::
 """
 from __future__ import annotations
 
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Literal, Self
 
 from pydantic import Field, field_validator, model_validator
 
@@ -144,6 +144,9 @@ class Space(Strict):
     """the tail after the last revert (the invariants' bounds are measured in it)"""
     rate: RateRange | None = Field(default=None, description="open model: the load's sends/s in the drawn phases")
     rerun: Rerun = Rerun()
+    cluster: Literal["restart", "reuse"] = Field(default="restart", description=(
+        "restart: a fresh cluster for every run (as rmq-chaos run); reuse: one cluster kept across runs while the "
+        "harness proves it healthy again before each (harness/cluster_reuse.py), a fresh one when it cannot"))
     invariants: Invariants = Invariants()
     expect: list[Expectation] = Field(default=[], max_length=64)
 

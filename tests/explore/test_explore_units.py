@@ -246,3 +246,13 @@ def test_the_tally_says_runs_failures_discarded_stage_and_time_left():
     line = t.line()
     assert "runs 3 (explored 2/10), failures 1, discarded 1" in line
     assert "shrinking step 2: drop kill on master (window 1)" in line and "s left" in line
+
+
+def test_reuse_with_consumer_groups_is_refused_in_one_line(tmp_path):
+    """Consumer groups' committed offsets would carry over from one run to the next on a reused cluster."""
+    data = {"scenario": str(REPO / "scenarios" / "master-killed-consumers.yaml"),
+            "explore": {"budget": {"runs": 1}, "cluster": "reuse", "faults": [{"kind": "kill", "targets": ["slave"]}]}}
+    with pytest.raises(SourceError) as err:
+        load_exploration(write(tmp_path, data))
+    line = err.value.one_line()
+    assert "explore.cluster" in line and "consumer groups" in line and "allowed: restart" in line, line
