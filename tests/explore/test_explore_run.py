@@ -3,7 +3,9 @@ pair and the file's own invariant "no send error reaches the application", which
 breaks (a slave killed: SLAVE_NOT_AVAILABLE at once; a node frozen for 5 s or more: timeouts). The first run fails;
 shrinking (two runs allowed) drops one of its two faults and keeps the failure; `minimal.yaml` is a plain scenario
 file with that invariant as its only expectation; the page lists every run; nothing of any run is left on the
-machine. The space that finds a real loss (5.1.4's #7689, scenarios/explore/quick-5.1.4.yaml) is not certain to
+machine. The file says `cluster: reuse`: the first run stands the cluster up, the others get it once the harness
+proved it healthy again (the slave a schedule killed was restarted, a frozen node thawed), each run's loss check
+counting its own keys (the earlier runs' messages are `foreign`), and the cluster is taken down at the end. The space that finds a real loss (5.1.4's #7689, scenarios/explore/quick-5.1.4.yaml) is not certain to
 lose in two runs, so it is not what this test counts on (docs/explore.md)."""
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.cluster_reuse import FRESH, REUSED
 from harness.explore.schedule import Schedule
 from harness.scenario import load_scenarios
 
@@ -51,6 +54,19 @@ def test_explore_finds_a_failure_and_shrinks_it_to_a_minimal_scenario(tmp_path: 
         assert minimal.cluster.version == "4.9.1" and minimal.cluster.mode == "master_slave"
         page = (root / "index.html").read_text()
         assert all(r["run_id"] in page for r in records) and "Shrinking" in page and "minimal.yaml" in page
+
+        assert [r["cluster"] for r in records] == [FRESH] + [REUSED] * (len(records) - 1)
+        second = root / "runs" / records[1]["run_id"]
+        cluster = json.loads((second / "cluster.json").read_text())
+        assert cluster["reused_from"] == first["run_id"] == cluster["cluster_id"]
+        events = [json.loads(line) for line in (second / "events.jsonl").read_text().splitlines()]
+        up = next(e for e in events if e["event"] == "cluster_up")
+        assert up["reused"] == first["run_id"] and up["started_ns"] < up["wall_ns"]
+        loss = [json.loads((root / "runs" / r["run_id"] / "report" / "verdict.json").read_text())["loss"]
+                for r in records[:2]]
+        # `foreign`: the first run's keys (each once) among the second's read-back; `read_master` counts rows
+        assert loss[0]["foreign"] == 0 and 0 < loss[1]["foreign"] <= loss[0]["read_master"]
+        assert loss[1]["lost"] == 0 and loss[1]["read_master"] >= loss[1]["acknowledged"] + loss[1]["foreign"]
         for r in records:
             assert_nothing_left(state, r["run_id"])
     finally:

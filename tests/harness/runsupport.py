@@ -118,10 +118,12 @@ def one_shrink_pair_space(tmp_path: Path, budget_time: str) -> Path:
 
 def explored_and_shrunk(out: Path) -> list[Path]:
     """What an explore run of `one_shrink_pair_space` must have written under `out`: one explored run that failed,
-    one shrinking run that dropped a fault and still failed, `minimal.yaml`; the two runs' directories."""
+    one shrinking run that dropped a fault and still failed on the first run's cluster (`cluster: reuse`),
+    `minimal.yaml`; the two runs' directories."""
     (root,) = [d for d in out.iterdir() if d.is_dir()]
     records = [json.loads(line) for line in (root / "schedules.jsonl").read_text().splitlines()]
     assert [(r["stage"], r["verdict"]) for r in records] == [("explore", "fail"), ("shrink", "fail")], records
+    assert [r["cluster"] for r in records] == ["fresh", "reused"], records
     assert records[0]["faults"] == 2 and records[1]["faults"] == 1
     assert (root / "minimal.yaml").exists()
     return [root / "runs" / r["run_id"] for r in records]
