@@ -106,7 +106,11 @@ class ClusterBackend:
         self.up_ns = self.rd.event("cluster_up", backend=self.name, nodes=self.node_addrs())["wall_ns"]
         for n in self.node_order:
             self.nodes[n].wait_ready(timeout)
-        self.mode.wait_topic_ready(say)
+        t = self.scenario.topic
+        for n in self.broker_nodes:
+            brokerclient.create_topic(self.broker_addrs[n], t.name, t.queues)
+        self.mode.check_ready(say)
+        self.mode.start_samplers()
         info = self.cluster_info()
         self.rd.write_cluster(info)
         self.check_effective(info["effective_config"])

@@ -93,15 +93,6 @@ class ControllerMode:
             for m in g.members[1:]:
                 start_waiting(m.node)
 
-    def wait_topic_ready(self, say: Callable[[str], None]) -> None:
-        """The topic on every broker, `check_ready`, then a role sampler per set."""
-        b = self.b
-        t = b.scenario.topic
-        for n in b.broker_nodes:
-            brokerclient.create_topic(b.broker_addrs[n], t.name, t.queues)
-        self.check_ready(say)
-        self.start_samplers()
-
     def check_ready(self, say: Callable[[str], None]) -> None:
         """Each set's route, a probe SEND_OK, every set's SyncStateSet holding all its brokers (also the proof that a
         cluster kept from an earlier run is healthy again: harness/cluster_reuse.py)."""

@@ -68,14 +68,6 @@ class MasterSlaveMode:
     def masters(self) -> list[str]:
         return [m.node for m in self.b.topology.members if m.role == "master"]
 
-    def wait_topic_ready(self, say: Callable[[str], None]) -> None:
-        """The topic on every broker, then `check_ready`."""
-        b = self.b
-        t = b.scenario.topic
-        for n in b.broker_nodes:
-            brokerclient.create_topic(b.broker_addrs[n], t.name, t.queues)
-        self.check_ready(say)
-
     def check_ready(self, say: Callable[[str], None]) -> None:
         """The topic's route naming every group's master, a probe SEND_OK, every slave caught up with its master
         (also the proof that a cluster kept from an earlier run is healthy again: harness/cluster_reuse.py)."""
