@@ -54,6 +54,9 @@ class HeldCluster:
                 info = backend.prove_healthy(say)
             except Exception as err:  # noqa: BLE001 - any doubt means a fresh cluster
                 why = f"not healthy: {err}"
+            except BaseException:  # a signal while proving: the run ends, and the cluster is not left behind
+                self._down(backend, say)
+                raise
         if why is not None:
             self.note = f"{FRESH}: {why}"
             say(f"cluster: a fresh one ({why})")

@@ -168,6 +168,9 @@ class Runner:
             backend = self.held.lend(self.scenario, rd, progress.step) if self.held is not None else None
             fresh = backend is None
             backend = backend or make_backend(self.scenario, rd, journal, state_dir)
+        except RunInterrupted as sig:  # while a held cluster was proven healthy (and then taken down)
+            rd.event("run_interrupted", signal=str(sig), **self._where())
+            return STATUS_INTERRUPTED, f"signal {sig}"
         except Exception as err:  # noqa: BLE001 - e.g. the broker program is missing: nothing was started
             progress.step(f"run failed: {err}", "red")
             return STATUS_FAILED, f"{type(err).__name__}: {err}"

@@ -12,6 +12,10 @@ from harness.scenario import load_scenarios
 
 REPO = Path(__file__).resolve().parents[2]
 
+class _Signal(BaseException):
+    """What the runner's signal handler raises (`RunInterrupted` is a BaseException too)."""
+
+
 class _Backend(SimpleNamespace):
     """What the holder asks of a backend: a stand-in whose health is set by the test."""
 
@@ -26,6 +30,8 @@ class _Backend(SimpleNamespace):
         self.rd = rd
 
     def prove_healthy(self, say) -> dict:
+        if self.healthy == "signal":
+            raise _Signal("SIGINT")
         if self.healthy:
             raise RuntimeError(self.healthy)
         return {"cluster_id": self.cluster_id}
@@ -64,3 +70,18 @@ def test_the_holder_lends_only_a_fitting_healthy_cluster_and_takes_the_rest_down
     held.take(good)
     held.down(said.append)
     assert good.downs == 1 and held.backend is None
+
+
+def test_a_signal_while_proving_takes_the_held_cluster_down_and_goes_on_up() -> None:
+    """Ctrl-C during the proof (it may wait up to ready_timeout): the run ends, and the cluster is not left behind."""
+    rd = SimpleNamespace(write_cluster=lambda info: None, event=lambda *a, **k: {})
+    held = HeldCluster()
+    backend = _Backend(_scenario(), healthy="signal")
+    held.take(backend)
+    try:
+        held.lend(_scenario(), rd, lambda _: None)
+    except _Signal:
+        pass
+    else:
+        raise AssertionError("the signal was swallowed")
+    assert backend.downs == 1 and held.backend is None
