@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from harness.backends.base import needs_relay
 from harness.backends.errors import ClusterError
 from harness.rundir import RunDir
 from harness.scenario import Scenario
@@ -26,16 +27,12 @@ REUSED, FRESH = "reused", "fresh"
 class HeldCluster:
     def __init__(self) -> None:
         self.backend: Any = None
-        self._cluster: dict[str, Any] | None = None
-        self._relay = False
         self.note = FRESH
         """What the last run got: `reused`, `fresh`, or `fresh: <why the held one was not lent>`."""
 
     def take(self, backend: Any) -> None:
         """Keep `backend` (up and healthy as far as its run knows) for the next run."""
         self.backend = backend
-        self._cluster = backend.scenario.cluster.model_dump(mode="json")
-        self._relay = backend.use_relay()
         backend.mode.stop_samplers()
 
     def lend(self, scenario: Scenario, rd: RunDir, say: Callable[[str], None]) -> Any:
@@ -75,13 +72,13 @@ class HeldCluster:
         say(f"cluster ready: the cluster of {backend.cluster_id}, reused")
         return backend
 
-    def _misfit(self, scenario: Scenario, backend: Any) -> str | None:
-        if scenario.cluster.model_dump(mode="json") != self._cluster:
+    @staticmethod
+    def _misfit(scenario: Scenario, backend: Any) -> str | None:
+        """Why the held cluster is not the one `scenario` asks for (its `cluster:` section, its HA relay), or None."""
+        if scenario.cluster.model_dump(mode="json") != backend.scenario.cluster.model_dump(mode="json"):
             return "this run asks for another cluster"
-        needs_relay = scenario.cluster.ha_relay == "always" or (
-            scenario.cluster.ha_relay == "auto" and any(f.kind == "ha_link" for _, f in scenario.faults))
-        if needs_relay != self._relay:
-            return "this run needs the HA relay" if needs_relay else "the held cluster has an HA relay"
+        if needs_relay(scenario) != backend.use_relay():
+            return "this run needs the HA relay" if needs_relay(scenario) else "the held cluster has an HA relay"
         return None
 
     def down(self, say: Callable[[str], None] = print) -> None:

@@ -40,6 +40,13 @@ UNIX_PATH_MAX = 100
 """AF_UNIX paths are at most 108 bytes; a relay socket in a deeper work dir goes to the temp dir instead."""
 
 
+def needs_relay(scenario: Scenario) -> bool:
+    """Whether the scenario's cluster has the HA relay on the slave's path (`cluster.ha_relay`; `auto`: when a fault
+    is `ha_link`)."""
+    mode = scenario.cluster.ha_relay
+    return mode == "always" or (mode == "auto" and any(f.kind == "ha_link" for _, f in scenario.faults))
+
+
 def mode_of(backend: Any) -> Any:
     """The backend's `mode`: a `ControllerMode` in controller mode, else a `MasterSlaveMode`."""
     if backend.topology.mode == "controller":
@@ -120,10 +127,14 @@ class ClusterBackend:
         say(f"cluster ready: namesrv {self.namesrv_addr}, "
             + ", ".join(f"{n} {self.broker_addrs[n]}" for n in self.broker_nodes) + self.mode.note() + self.ready_note())
 
+    def start_words(self, node: str) -> str:
+        """How the "cluster: starting" line names a node (where it runs, if that is not said by its address)."""
+        return f"{node} ({self.nodes[node].addr})"
+
     def start_in_mode_order(self, say: Callable[[str], None]) -> None:
         """Every node started in the mode's order (`mode.start_in_order`), each waited for when the order says so."""
         def start(n: str) -> None:
-            say(f"cluster: starting {n} ({self.nodes[n].addr})")
+            say(f"cluster: starting {self.start_words(n)}")
             self.nodes[n].start()
 
         def start_waiting(n: str) -> None:
@@ -181,8 +192,7 @@ class ClusterBackend:
         return {n: self.nodes[n].addr for n in self.node_order if n in self.nodes}
 
     def use_relay(self) -> bool:
-        mode = self.scenario.cluster.ha_relay
-        return mode == "always" or (mode == "auto" and any(f.kind == "ha_link" for _, f in self.scenario.faults))
+        return needs_relay(self.scenario)
 
     def start_relay(self, master_ha_addr: str, listen: str) -> str:
         """The HA relay on the slave's path to `master_ha_addr`, listening on `listen`; returns its address."""

@@ -110,19 +110,11 @@ class SshBackend(ClusterBackend):
                 self.sinks[name] = sink["listen"]
             self._measure_clock(name, "start")
         self._make_nodes()
-        self._start_all(say)
-
-    def _start_all(self, say: Callable[[str], None]) -> None:
-        """Every node in the mode's order (a node waited for unless the order says not: a master_slave slave needs
-        its master up, the shared flow waits for it)."""
         self.mode.nodes_made()
-        self.mode.start_in_order(lambda n: self._start(n, say, wait=False), lambda n: self._start(n, say))
+        self.start_in_mode_order(say)
 
-    def _start(self, n: str, say: Callable[[str], None], wait: bool = True) -> None:
-        say(f"cluster: starting {n} on {self.place[n].name} ({self.nodes[n].addr})")
-        self.nodes[n].start()
-        if wait:
-            self.nodes[n].wait_ready(self.scenario.cluster.ready_timeout)
+    def start_words(self, node: str) -> str:
+        return f"{node} on {self.place[node].name} ({self.nodes[node].addr})"
 
     def _ports(self) -> dict[str, Any]:
         """Free ports on each node's host: one for the name server and a controller, (listen, HA) for a broker."""
