@@ -20,7 +20,7 @@ from pyspark.sql import functions as F
 from analysis import contract as c
 from analysis import jvm, stats
 from analysis.consume_measures import RunConsume, measure_consumer, run_consume
-from analysis.consume_stats import consume_results
+from analysis.consume_stats import ConsumeInput, consume_input, consume_results
 from analysis.expectations import CONSUMER_LOSS_METRICS, CONSUMER_METRICS, PAGECACHE_METRICS
 from analysis.failover import failover_of
 from analysis.fault_timing import FaultSpec
@@ -106,18 +106,22 @@ def _compute(spark: SparkSession, runs: Sequence[RunDir], frames: Frames, enrich
     step("planning the loss check")
     readback_runs = {r.run_id: r.timeline.readback_nodes for r in runs if r.readback_complete}
     unread = {r.run_id: r.coverage.unread for r in runs if r.run_id in readback_runs and r.coverage.unread}
-    plan = plan_key_flags(enriched, frames.readback, list(readback_runs), unread=unread) if readback_runs else None
+    consume_in = consume_input(spark, runs, known_t0)
+    deliveries = consume_in.deliveries()
+    plan = plan_key_flags(enriched, frames.readback, list(readback_runs), unread=unread,
+                          deliveries=deliveries) if readback_runs or deliveries is not None else None
     try:
         with ThreadPoolExecutor(max_workers=3, thread_name_prefix="analysis") as pool:
             flags = pool.submit(plan.resolve) if plan is not None else None
             series = pool.submit(_series, enriched, frames.metrics, known_t0)
-            consumers = pool.submit(consume_results, spark, runs, known_t0, enriched) if any(
+            consumers = pool.submit(consume_results, spark, runs, known_t0, enriched, consume_in,
+                                    flags.result if flags is not None else None) if any(
                 r.has_consumes or r.parts.get("metrics/lag") for r in runs) else None
             multi = multi_group_runs(runs)
             groups = pool.submit(group_tables, enriched, multi) if multi else None
             try:
                 return _compute_sends(spark, runs, frames, enriched, known_t0, t0, step, flags, readback_runs,
-                                      series, consumers, groups)
+                                      series, consume_in, consumers, groups)
             except BaseException:  # a failed step or Ctrl-C: the threads' jobs end now, not when they are done
                 spark.sparkContext.cancelAllJobs()
                 raise
@@ -135,7 +139,7 @@ def _series(enriched: DataFrame, metrics: DataFrame, known_t0: dict[str, int]) -
 
 def _compute_sends(spark: SparkSession, runs: Sequence[RunDir], frames: Frames, enriched: DataFrame,
                    known_t0: dict[str, int], t0: dict[str, int | None], step: Step, flags: Future | None,
-                   readback_runs: dict[str, list[str] | None], series: Future,
+                   readback_runs: dict[str, list[str] | None], series: Future, consume_in: ConsumeInput,
                    consumers: Future | None, groups: Future | None = None) -> list[RunResults]:
     ids = [r.run_id for r in runs]
 
@@ -146,7 +150,7 @@ def _compute_sends(spark: SparkSession, runs: Sequence[RunDir], frames: Frames, 
     out_long = stats.summary_part(summary, "per_second")
 
     step("loss check: counts and sample keys (key flags begun beside)")
-    kf = flags.result() if flags is not None else None
+    kf = flags.result() if flags is not None and readback_runs else None  # else only the consumers' loss uses it
     totals = _totals(counts)
     coverage = {r.run_id: r.coverage for r in runs}
     loss = loss_checks(kf, readback_runs, totals, ids, coverage)
@@ -158,7 +162,8 @@ def _compute_sends(spark: SparkSession, runs: Sequence[RunDir], frames: Frames, 
     per_sec, metrics, pct = series.result()
     if consumers is not None:
         step("consumers: deliveries, end-to-end latency, loss, lag (begun beside)")
-    cres = consumers.result() if consumers is not None else consume_results(spark, runs, known_t0, enriched)
+    cres = consumers.result() if consumers is not None else consume_results(spark, runs, known_t0, enriched,
+                                                                            consume_in)
     consume: dict[str, RunConsume] = {}
     for run in runs:
         rc = run_consume(run, cres, t0[run.run_id])

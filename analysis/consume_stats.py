@@ -8,13 +8,14 @@ store_ms (the broker's). A delivery (and a lag sample) belongs to the phase whos
 holds its delivered_ns (ts_ns), not to the phase its message was sent in.
 
 Steps when a run has consumes: per second (one aggregation), per group and phase with exact nearest-rank
-percentiles (one aggregation, grouping sets, one window), loss and duplicates (one shuffle by key, one small
-aggregation), per-queue order (one window), lag per group per second (one aggregation). Everything collected is
-small: seconds x groups rows.
+percentiles (one aggregation, grouping sets, one window), loss and duplicates (counted per key in the loss check's
+shuffle, analysis.consume_loss, then one small aggregation), per-queue order (one aggregation, or a window without
+the JVM aggregates), lag per group per second (one aggregation). Everything collected is small: seconds x groups
+rows.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,19 +25,18 @@ from pyspark.sql import functions as F
 
 from analysis import contract as c
 from analysis import jvm
+from analysis.consume_loss import consumer_loss, judged_groups, key_aggregates
 from analysis.frames import read_parts, second_of, with_t0
+from analysis.loss import Deliveries, KeyFlags, plan_key_flags
 from analysis.rundir import LAG_PARTS, RunDir
 from analysis.stats import use_jvm
 
 BASES = ("born", "stored")
 QUANTILES = (("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("p999", 0.999))
-SAMPLE_KEYS = 10
 LEVELS = {"group_phase": (True, True), "group": (True, False), "phase": (False, True), "all": (False, False)}
 """Which keys a per-phase row keeps: every (group, phase), each group over the run, each phase over all groups,
 the whole run. A key not kept is null in the row."""
 PERCENTILE_ACCURACY = 10_000
-MAX_JUDGED_GROUPS = 64
-"""Consumer groups judged for loss and duplicates per run (a column each in that query); a scenario has a few."""
 SUCCESS = "CONSUME_SUCCESS"
 RETRY_PREFIX = "%RETRY%"
 
@@ -162,60 +162,26 @@ def _per_phase_jvm(ce: DataFrame) -> DataFrame:
                          (F.col("mx") / F.lit(1000.0)).alias("max"))
 
 
-def loss_and_duplicates(ce: DataFrame, enriched: DataFrame, groups: dict[str, list[str]]) -> list[dict[str, Any]]:
-    """Per (run, group): acknowledged sends (ok class) never delivered with CONSUME_SUCCESS (`lost`, 10 smallest
-    keys), successful deliveries beyond the first per key (`duplicated`) and those made by a restarted consumer
-    process (`duplicated_after_restart`). `groups`: run -> the groups to judge (scenario groups and groups seen).
-
-    One shuffle by (run, key) of the acknowledged sends and the successful deliveries, with a column per group (a
-    scenario has a few), then one small aggregation per run."""
-    names = sorted({g for gs in groups.values() for g in gs})
-    runs = list(groups)
-    acked = (enriched.where((F.col("cls") == F.lit(c.OK)) & F.col("key").isNotNull() & F.col("run_id").isin(runs))
-             .select("run_id", "key", F.lit(1).alias("acked"), F.lit(None).cast("string").alias("group"),
-                     F.lit(None).cast("long").alias("restart"), F.lit(None).cast("long").alias("delivered_ns")))
-    succ = (ce.where((F.col("ok") == 1) & F.col("key").isNotNull() & F.col("run_id").isin(runs))
-            .select("run_id", "key", F.lit(0).alias("acked"), "group", "restart", "delivered_ns"))
-    rows = acked.unionByName(succ)
-    per_key = []
-    for i, g in enumerate(names):
-        mine = F.col("group") == F.lit(g)
-        per_key += [F.sum(mine.cast("long")).alias(f"n{i}"), F.sum(F.when(mine, F.col("restart"))).alias(f"nr{i}"),
-                    F.min_by(F.when(mine, F.col("restart")), F.when(mine, F.col("delivered_ns"))).alias(f"fr{i}")]
-    keyed = rows.groupBy("run_id", "key").agg(F.max("acked").alias("acked"), *per_key)
-    per_run = []
-    for i, _ in enumerate(names):
-        n = F.coalesce(F.col(f"n{i}"), F.lit(0))
-        lost = (F.col("acked") == 1) & (n == 0)
-        per_run += [
-            F.sum(lost.cast("long")).alias(f"lost{i}"),
-            F.slice(F.array_sort(F.collect_list(F.when(lost, F.col("key")))), 1, SAMPLE_KEYS).alias(f"keys{i}"),
-            F.sum(F.greatest(n - 1, F.lit(0))).alias(f"dup{i}"),
-            F.sum(F.coalesce(F.col(f"nr{i}") - F.col(f"fr{i}"), F.lit(0))).alias(f"dupr{i}"),
-            F.sum(((n > 0) & (F.col("acked") == 0)).cast("long")).alias(f"unack{i}")]
-    out = []
-    for row in keyed.groupBy("run_id").agg(F.sum("acked").alias("acknowledged"), *per_run).collect():
-        for i, g in enumerate(names):
-            if g in groups.get(row["run_id"], []):
-                out.append({"run_id": row["run_id"], "group": g, "acknowledged": int(row["acknowledged"] or 0),
-                            "lost": int(row[f"lost{i}"] or 0), "lost_keys": list(row[f"keys{i}"] or []),
-                            "duplicated": int(row[f"dup{i}"] or 0),
-                            "duplicated_after_restart": int(row[f"dupr{i}"] or 0),
-                            "unacknowledged_consumed": int(row[f"unack{i}"] or 0)})
-    return out
-
-
-def reordered(ce: DataFrame) -> DataFrame:
+def reordered(ce: DataFrame, jvm_aggregates: bool | None = None) -> dict[tuple[str, str], int]:
     """Per (run, group): first deliveries (not a redelivery) whose queue offset is below one the same consumer
-    process was delivered earlier from the same queue."""
+    process was delivered earlier from the same queue (in delivered_ns, then queue offset, order). With the JVM
+    aggregates (`stats.use_jvm`) `rmq_queue_reorders` sorts each process's queue as primitive pairs (the ten-minute
+    shape's 2.4M deliveries: 3.6 CPU s by the window, 0.x by the aggregate); without them one window does it."""
     first = ce.where(F.coalesce(F.col("reconsume_times"), F.lit(0)) == 0).where(
         ~F.coalesce(F.col("pulled_topic"), F.lit("")).startswith(RETRY_PREFIX)).where(
-        F.col("queue_offset").isNotNull())
-    w = Window.partitionBy("run_id", "group", "worker", "broker", "queue_id").orderBy(
-        "delivered_ns", "queue_offset").rowsBetween(Window.unboundedPreceding, -1)
+        F.col("queue_offset").isNotNull() & F.col("delivered_ns").isNotNull())
+    queue = ("run_id", "group", "worker", "broker", "queue_id")
+    if use_jvm(ce.sparkSession, jvm_aggregates):
+        rows = first.groupBy(*queue).agg(
+            F.call_function(jvm.QUEUE_REORDERS, F.col("delivered_ns"), F.col("queue_offset")).alias("n")).collect()
+        out: dict[tuple[str, str], int] = {}
+        for r in rows:
+            out[(r["run_id"], r["group"])] = out.get((r["run_id"], r["group"]), 0) + int(r["n"])
+        return out
+    w = Window.partitionBy(*queue).orderBy("delivered_ns", "queue_offset").rowsBetween(Window.unboundedPreceding, -1)
     flagged = first.withColumn("before", F.max("queue_offset").over(w))
-    return flagged.groupBy("run_id", "group").agg(
-        F.sum((F.col("queue_offset") < F.col("before")).cast("long")).alias("reordered"))
+    return {(r["run_id"], r["group"]): int(r["reordered"] or 0) for r in flagged.groupBy("run_id", "group").agg(
+        F.sum((F.col("queue_offset") < F.col("before")).cast("long")).alias("reordered")).collect()}
 
 
 def lag_per_second(lag: DataFrame, runs: Sequence[RunDir], t0: dict[str, int]) -> DataFrame:
@@ -238,37 +204,63 @@ def lag_per_second(lag: DataFrame, runs: Sequence[RunDir], t0: dict[str, int]) -
     return per_group.withColumn("phase", _phase_of(F.col("ts_ns"), runs))
 
 
-def consume_results(spark: SparkSession, runs: Sequence[RunDir], t0: dict[str, int],
-                    enriched: DataFrame) -> ConsumeResults:
-    """Every consumer aggregate of the runs that have consume or lag parts (no Spark job for the others)."""
+@dataclass
+class ConsumeInput:
+    """The consume rows of the runs that have some (`ce`: `enrich_consumes`, None when none has), the runs with
+    lag samples, and the groups judged for loss per run (`analysis.consume_loss.judged_groups`)."""
+
+    ce: DataFrame | None
+    with_c: list[RunDir]
+    with_lag: list[RunDir]
+    judged: dict[str, list[str]] = field(default_factory=dict)
+    warnings: dict[str, list[str]] = field(default_factory=dict)
+
+    def deliveries(self) -> Deliveries | None:
+        """What the loss check's key table counts for the consumers (None: no group to judge)."""
+        return Deliveries(self.ce, self.judged, key_aggregates) if self.ce is not None and self.judged else None
+
+
+def consume_input(spark: SparkSession, runs: Sequence[RunDir], t0: dict[str, int]) -> ConsumeInput:
+    """The consumer side's input (no Spark job: the frames are planned, the groups read with pyarrow)."""
     with_c = [r for r in runs if r.parts.get(c.CONSUMES_DIR) and r.run_id in t0]
     with_lag = [r for r in runs if r.parts.get(LAG_PARTS) and r.run_id in t0]
-    out = ConsumeResults(pa.table({}), pa.table({}), {}, {}, pa.table({}))
-    if with_c:
-        consumes = read_parts(spark, [p for r in with_c for p in r.parts[c.CONSUMES_DIR]], c.CONSUME_SCHEMA)
-        # not persisted: on the real ten-minute run (726k deliveries) persisting took this step from 19.4 s to 23-24 s
-        ce = enrich_consumes(consumes, with_c, {r.run_id: t0[r.run_id] for r in with_c})
+    if not with_c:
+        return ConsumeInput(None, with_c, with_lag)
+    consumes = read_parts(spark, [p for r in with_c for p in r.parts[c.CONSUMES_DIR]], c.CONSUME_SCHEMA)
+    # not persisted: on the real ten-minute run (726k deliveries) persisting took this step from 19.4 s to 23-24 s
+    ce = enrich_consumes(consumes, with_c, {r.run_id: t0[r.run_id] for r in with_c})
+    judged, warnings = judged_groups(with_c)
+    return ConsumeInput(ce, with_c, with_lag, judged, warnings)
+
+
+def consume_results(spark: SparkSession, runs: Sequence[RunDir], t0: dict[str, int], enriched: DataFrame,
+                    inp: ConsumeInput | None = None, keys: Callable[[], KeyFlags | None] | None = None
+                    ) -> ConsumeResults:
+    """Every consumer aggregate of the runs that have consume or lag parts (no Spark job for the others). `inp`:
+    `consume_input`'s (made here when None); `keys`: gives the loss check's key table planned with
+    `inp.deliveries()` (when None, the consumers' loss gets a key table of its own, over `enriched`)."""
+    inp = inp if inp is not None else consume_input(spark, runs, t0)
+    out = ConsumeResults(pa.table({}), pa.table({}), {}, {}, pa.table({}), warnings=dict(inp.warnings))
+    if inp.ce is not None:
+        ce = inp.ce
         out.per_second = per_second(ce).toArrow()
         out.per_phase = per_phase(ce).toArrow()
-        seen: dict[str, list[str]] = {}
-        for row in out.per_phase.select(["run_id", "level", "group"]).to_pylist():
-            if row["level"] == "group" and row["group"] is not None:
-                seen.setdefault(row["run_id"], []).append(row["group"])
-        judged = {r.run_id: sorted(set(r.consumer_groups) | set(seen.get(r.run_id, []))) for r in with_c}
-        judged = {k: v for k, v in judged.items() if v}
-        for rid, names in judged.items():
-            if len(names) > MAX_JUDGED_GROUPS:
-                out.warnings.setdefault(rid, []).append(
-                    f"consumes/: {len(names)} consumer groups; loss and duplicates judged for the first "
-                    f"{MAX_JUDGED_GROUPS} by name only")
-                judged[rid] = names[:MAX_JUDGED_GROUPS]
-        if judged:
-            for row in loss_and_duplicates(ce, enriched, judged):
+        out.reordered = reordered(ce)
+    if inp.with_lag:
+        lag = read_parts(spark, [p for r in inp.with_lag for p in r.parts[LAG_PARTS]], c.CONSUMER_LAG_SCHEMA)
+        out.lag = lag_per_second(lag, inp.with_lag, {r.run_id: t0[r.run_id] for r in inp.with_lag}).toArrow()
+    deliveries = inp.deliveries()
+    if deliveries is not None:
+        plan = None
+        if keys is None:
+            plan = plan_key_flags(enriched, None, [], deliveries=deliveries)
+            keys = plan.resolve
+        try:
+            kf = keys()
+            for row in consumer_loss(kf, inp.judged):
                 out.loss[(row["run_id"], row["group"])] = row
-            out.loss_runs = set(judged)
-        out.reordered = {(r["run_id"], r["group"]): int(r["reordered"] or 0) for r in reordered(ce).collect()}
-    if with_lag:
-        lag = read_parts(spark, [p for r in with_lag for p in r.parts[LAG_PARTS]], c.CONSUMER_LAG_SCHEMA)
-        out.lag = lag_per_second(lag, with_lag, {r.run_id: t0[r.run_id] for r in with_lag}).toArrow()
+            out.loss_runs = set(inp.judged)
+        finally:
+            if plan is not None:
+                plan.release()
     return out
-

@@ -25,6 +25,7 @@ FUNCTIONS_CLASS = "rmqchaos.analysis.Functions"
 SECOND_RANKS = "rmq_second_ranks"
 MICROS_HISTOGRAM = "rmq_micros_histogram"
 HISTOGRAM_RANKS = "rmq_histogram_ranks"
+QUEUE_REORDERS = "rmq_queue_reorders"
 """The SQL names Functions.register gives the aggregates (Functions.java says the same)."""
 JAVA_RELEASE = "17"
 BUILD_TIMEOUT_S = 300

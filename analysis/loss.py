@@ -41,6 +41,10 @@ FIELDS = ("sent", "acked", "master_n", "slave_n", "own_n", "unseen_m", "unseen_s
 FIELD_BITS = 9  # 7 fields in 63 bits; a key with more rows than FIELD_MAX goes to the exact fallback
 FIELD_MAX = (1 << FIELD_BITS) - 1
 BYPASS_PARTIAL_AGG = "spark.sql.execution.bypassPartialAggregation"  # Spark >= 4.1; unknown keys are ignored
+KEY_TABLE_CONF = {BYPASS_PARTIAL_AGG: "true", "spark.sql.inMemoryColumnarStorage.compressed": "false"}
+"""How the per-key table is planned and cached: nearly every key is unique before the shuffle, so a partial
+aggregation there only costs; its columns are ids and counts, which the cache's compression hardly shrinks (the
+ten-minute shape's 1.2M keys: the table built 0.7 s sooner of 6.2 s, warm, local[2])."""
 
 KeyHash = Callable[[Column], Column]
 
@@ -110,14 +114,17 @@ def run_index(runs: Sequence[str]) -> Column:
 @dataclass
 class KeyFlags:
     """One row per key of the runs with a read-back: `run` (index into `runs`), `id` (the key's 64-bit hash, or
-    the key itself when `exact`), and the counts of FIELDS. `release()` frees what it keeps cached."""
+    the key itself when `exact`), and the counts of FIELDS. `table`: the same rows with the consumer groups'
+    columns (`analysis.consume_loss`), for every run of the plan (the runs judged for consumer loss come after the
+    runs with a read-back in `runs`). `release()` frees what it keeps cached."""
 
     df: DataFrame
     runs: list[str]
     exact: bool
     requests: DataFrame
-    readback: DataFrame
+    readback: DataFrame | None
     cached: DataFrame | None = None
+    table: DataFrame | None = None
 
     def run_index(self) -> Column:
         return run_index(self.runs)
@@ -149,15 +156,15 @@ class KeyFlags:
                   .withColumn("rn", F.row_number().over(w)).where(F.col("rn") <= SAMPLE_KEYS).collect())
         names: dict[tuple[int, int], str] = {}
         if not self.exact:  # sent keys are in the request rows; only unexpected ones need the read-back rows
-            names = self._key_names(self.requests, {r["id"] for r in picked if r["category"] != "unexpected"})
-            names |= self._key_names(self.readback, {r["id"] for r in picked if r["category"] == "unexpected"})
+            names = self.key_names(self.requests, {r["id"] for r in picked if r["category"] != "unexpected"})
+            names |= self.key_names(self.readback, {r["id"] for r in picked if r["category"] == "unexpected"})
         out: dict[str, dict[str, list[str]]] = {}
         for r in picked:
             key = r["id"] if self.exact else names.get((r["run"], r["id"]), f"<hash {r['id']}>")
             out.setdefault(self.runs[r["run"]], {}).setdefault(r["category"], []).append(key)
         return {run: {k: sorted(v) for k, v in cats_.items()} for run, cats_ in out.items()}
 
-    def _key_names(self, source: DataFrame, ids: set[int]) -> dict[tuple[int, int], str]:
+    def key_names(self, source: DataFrame, ids: set[int]) -> dict[tuple[int, int], str]:
         """(run, hash) -> key for the wanted hashes, found in `source` (one scan)."""
         if not ids:
             return {}
@@ -186,7 +193,9 @@ class KeyFlagsPlan:
     checked: DataFrame
     runs: list[str]
     requests: DataFrame
-    readback: DataFrame
+    readback: DataFrame | None
+    read_runs: int  # runs[:read_runs] had a complete read-back (the loss check's runs)
+    extra: dict[str, Column] = field(default_factory=dict)  # the consumer groups' per-key aggregates by name
     exact: DataFrame | None = None  # the redo on the key strings, when there was one
 
     def resolve(self) -> KeyFlags:
@@ -194,15 +203,26 @@ class KeyFlagsPlan:
         checked = self.checked
         bad = checked.where((F.col("lo") != F.col("hi")) | (F.col("n") > FIELD_MAX)).limit(1).count()
         if bad == 0:
-            return KeyFlags(checked.select("run", "id", *_unpacked(F.col("p"))), self.runs, False, self.requests,
-                            self.readback, cached=checked)
+            return self._flags(checked.select("run", "id", "n", *_unpacked(F.col("p")), *self.extra), False,
+                               checked)
         checked.unpersist()
-        with sql_conf(self.both.sparkSession, BYPASS_PARTIAL_AGG, "true"):
+        with sql_conf(self.both.sparkSession, KEY_TABLE_CONF):
             self.exact = self.both.groupBy("run", F.col("key").alias("id")).agg(
                 *[F.sum(F.shiftright("p", FIELD_BITS * i).bitwiseAND(F.lit(FIELD_MAX))).alias(name)
-                  for i, name in enumerate(FIELDS)]).persist(StorageLevel.MEMORY_AND_DISK)
+                  for i, name in enumerate(FIELDS)], _rows_not_delivered(self.extra).alias("n"),
+                *self._extra_columns()).persist(StorageLevel.MEMORY_AND_DISK)
         self.exact.count()
-        return KeyFlags(self.exact, self.runs, True, self.requests, self.readback, cached=self.exact)
+        return self._flags(self.exact, True, self.exact)
+
+    def _extra_columns(self) -> list[Column]:
+        return [col.alias(name) for name, col in self.extra.items()]
+
+    def _flags(self, table: DataFrame, exact: bool, cached: DataFrame) -> KeyFlags:
+        df = table
+        if self.extra:  # keys only delivered are not the loss check's, nor are the runs without a read-back
+            df = df.where((F.col("n") > 0) & (F.col("run") < F.lit(self.read_runs)))
+        df = df.select("run", "id", *FIELDS)
+        return KeyFlags(df, self.runs, exact, self.requests, self.readback, cached=cached, table=table)
 
     def release(self) -> None:
         """Free what the plan and its `resolve()` cached, whether or not that finished."""
@@ -211,42 +231,85 @@ class KeyFlagsPlan:
                 df.unpersist()
 
 
-def plan_key_flags(requests: DataFrame, readback: DataFrame, runs: Sequence[str], hash_fn: KeyHash = key_hash,
+@dataclass
+class Deliveries:
+    """The consumer side of a key-flags plan: `rows` (consume rows with `run_id, key, group, ok, restart,
+    delivered_ns`), of which the successful deliveries of `groups` (run -> the groups judged) are counted per key;
+    `aggregates(names)` gives the per-key columns (analysis.consume_loss)."""
+
+    rows: DataFrame
+    groups: dict[str, list[str]]
+    aggregates: Callable[[list[str]], dict[str, Column]]
+
+    def names(self) -> list[str]:
+        return sorted({g for gs in self.groups.values() for g in gs})
+
+
+def plan_key_flags(requests: DataFrame, readback: DataFrame | None, runs: Sequence[str], hash_fn: KeyHash = key_hash,
                    check_fn: KeyHash = check_hash,
-                   unread: Mapping[str, Sequence[UnreadQueue]] | None = None) -> KeyFlagsPlan:
-    """`key_flags` planned, not run (no Spark job): `resolve()` computes them."""
-    runs = list(runs)
-    run_idx, own = run_index(runs), F.col("key").startswith(F.concat(F.col("run_id"), F.lit(":")))
-    sent = requests.where(F.col("run_id").isin(runs)).select(
+                   unread: Mapping[str, Sequence[UnreadQueue]] | None = None,
+                   deliveries: Deliveries | None = None) -> KeyFlagsPlan:
+    """`key_flags` planned, not run (no Spark job): `resolve()` computes them. With `deliveries`, the same shuffle
+    also counts each key's successful deliveries per consumer group (one pass over the request keys for both the
+    loss check and the consumers' loss); `readback` None: no read-back rows (only the consumers' loss is
+    wanted)."""
+    read_runs = list(runs)
+    all_runs = read_runs + [r for r in (deliveries.groups if deliveries else {}) if r not in read_runs]
+    run_idx, own = run_index(all_runs), F.col("key").startswith(F.concat(F.col("run_id"), F.lit(":")))
+    names = deliveries.names() if deliveries is not None else []
+    nothing = [F.lit(None).cast("int").alias("g"), F.lit(None).cast("long").alias("restart"),
+               F.lit(None).cast("long").alias("delivered_ns")] if deliveries is not None else []
+    sent = requests.where(F.col("run_id").isin(all_runs)).select(
         run_idx.alias("run"), F.col("key"),
         _pack(sent=F.lit(1), acked=F.col("cls") == c.OK, unseen_m=unseen_place(unread, "master"),
-              unseen_s=unseen_place(unread, "slave")).alias("p"))
-    read = readback.where(F.col("key").isNotNull() & F.col("run_id").isin(runs)).select(
-        run_idx.alias("run"), F.col("key"),
-        _pack(master_n=F.col("node") == "master", slave_n=F.col("node") == "slave", own_n=own).alias("p"))
-    both = sent.unionByName(read)
-    hashed = both.select("run", hash_fn(F.col("key")).alias("id"), check_fn(F.col("key")).alias("chk"), "p")
-    # nearly every key is unique before the shuffle: a partial aggregation there only costs. persist() plans the
-    # query with the session's conf of that moment (a copy of it), so the setting is needed only around it.
-    with sql_conf(requests.sparkSession, BYPASS_PARTIAL_AGG, "true"):
+              unseen_s=unseen_place(unread, "slave")).alias("p"), *nothing)
+    both = sent
+    if readback is not None:
+        both = both.unionByName(readback.where(F.col("key").isNotNull() & F.col("run_id").isin(read_runs)).select(
+            run_idx.alias("run"), F.col("key"),
+            _pack(master_n=F.col("node") == "master", slave_n=F.col("node") == "slave", own_n=own).alias("p"),
+            *nothing))
+    extra: dict[str, Column] = {}
+    if deliveries is not None:
+        group_idx = F.create_map(*[F.lit(x) for i, g in enumerate(names) for x in (g, i)])[F.col("group")]
+        judged = functools.reduce(operator.or_, [(F.col("run_id") == F.lit(r)) & F.col("group").isin(gs)
+                                                 for r, gs in deliveries.groups.items()])
+        got = deliveries.rows.where((F.col("ok") == 1) & F.col("key").isNotNull() & judged).select(
+            run_idx.alias("run"), F.col("key"), F.lit(0).cast("long").alias("p"), group_idx.cast("int").alias("g"),
+            F.col("restart").cast("long").alias("restart"), F.col("delivered_ns"))
+        both = both.unionByName(got)
+        extra = deliveries.aggregates(names)
+    rest = ["g", "restart", "delivered_ns"] if deliveries is not None else []
+    hashed = both.select("run", hash_fn(F.col("key")).alias("id"), check_fn(F.col("key")).alias("chk"), "p", *rest)
+    # persist() plans and caches the query with the session's conf of that moment (a copy of it), so
+    # KEY_TABLE_CONF is needed only around it.
+    with sql_conf(requests.sparkSession, KEY_TABLE_CONF):
         checked = hashed.groupBy("run", "id").agg(
-            F.sum("p").alias("p"), F.count(F.lit(1)).alias("n"), F.min("chk").alias("lo"),
-            F.max("chk").alias("hi")).persist(StorageLevel.MEMORY_AND_DISK)
-    return KeyFlagsPlan(both, checked, runs, requests, readback)
+            F.sum("p").alias("p"), _rows_not_delivered(extra).alias("n"), F.min("chk").alias("lo"),
+            F.max("chk").alias("hi"), *[col.alias(name) for name, col in extra.items()]).persist(
+            StorageLevel.MEMORY_AND_DISK)
+    return KeyFlagsPlan(both, checked, all_runs, requests, readback, len(read_runs), extra)
+
+
+def _rows_not_delivered(extra: Mapping[str, Column]) -> Column:
+    """Per key: its rows that are sends or read-back rows (all its rows when the plan has no deliveries)."""
+    return F.count(F.when(F.col("g").isNull(), F.lit(1))) if extra else F.count(F.lit(1))
 
 
 @contextmanager
-def sql_conf(spark: SparkSession, key: str, value: str) -> Iterator[None]:
-    """Set a SQL conf for the queries run inside the block, then put the old value back."""
-    old = spark.conf.get(key, None)
-    spark.conf.set(key, value)
+def sql_conf(spark: SparkSession, settings: Mapping[str, str]) -> Iterator[None]:
+    """Set SQL confs for the queries planned inside the block, then put the old values back."""
+    old = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
     try:
         yield
     finally:
-        if old is None:
-            spark.conf.unset(key)
-        else:
-            spark.conf.set(key, old)
+        for key, value in old.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
 
 
 SLAVE_METRICS = ("not_on_slave", "unseen_slave")

@@ -38,14 +38,14 @@ logger.repl.name = org.apache.spark.api.python.PythonGatewayServer
 logger.repl.level = {level}
 """
 
-SMALL_INPUT_BYTES = 100 * 1024 * 1024
+SMALL_INPUT_BYTES = 200 * 1024 * 1024
 SMALL_INPUT_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 """Under SMALL_INPUT_BYTES of part files the local driver's JIT stops at C1 and it collects with the serial
 collector: a short job's CPU went mostly to C2 compiling and parallel GC threads. Above it C2's code pays for its
-compiling. Measured with `rmq-chaos report` in a cpuacct cgroup on a quiet machine (docs/analysis.md, "The driver
-JVM"): a seed run (4 MB) 36 -> 20 CPU s, wall 20 -> 17 s; the ten-minute run (43 MB) 70 -> 49 CPU s, wall 37.6 ->
-36.1 s; but the one-hour shape (250 MB) 80 -> 101 s wall. A `spark.driver.extraJavaOptions` given with `--conf`
-replaces them."""
+compiling. Measured with `rmq-chaos report` (docs/analysis.md, "The driver JVM"): a seed run (4 MB) 36 -> 20 CPU
+s, wall 20 -> 17 s; issue 44's ten-minute shape (166 MB, 1.19M sends, 2.38M deliveries) 53 -> 42 CPU s, wall 32
+-> 28 s; but twice that shape (456 MB) 38 s wall with C2 against 43 s with C1. A `spark.driver.extraJavaOptions`
+given with `--conf` replaces them."""
 
 
 def driver_jvm_options(input_bytes: int | None) -> str:

@@ -104,7 +104,7 @@ def test_no_spark_job_for_runs_without_a_consumer_side(consumed, spark, monkeypa
 
     res, ran = jobs(plain, "consume-probe-none")
     assert ran == [] and res.loss == {} and res.per_phase.num_rows == 0 and res.lag.num_rows == 0
-    monkeypatch.setattr("analysis.consume_stats.MAX_JUDGED_GROUPS", 1)  # and the cap on judged groups holds
+    monkeypatch.setattr("analysis.consume_loss.MAX_JUDGED_GROUPS", 1)  # and the cap on judged groups holds
     res, ran = jobs(path, "consume-probe-some")  # the probe sees jobs when there are some
     assert ran and res.per_phase.num_rows > 0
     assert [g for _, g in res.loss] == ["fast"] and "3 consumer groups" in res.warnings["consume-run"][0]

@@ -10,6 +10,7 @@ public final class Functions {
     public static final String SECOND_RANKS = "rmq_second_ranks";
     public static final String MICROS_HISTOGRAM = "rmq_micros_histogram";
     public static final String HISTOGRAM_RANKS = "rmq_histogram_ranks";
+    public static final String QUEUE_REORDERS = "rmq_queue_reorders";
 
     private Functions() {}
 
@@ -18,5 +19,7 @@ public final class Functions {
         spark.udf().register(MICROS_HISTOGRAM, functions.udaf(new MicrosHistogram(), Encoders.DOUBLE()));
         spark.udf().register(HISTOGRAM_RANKS,
                 functions.udaf(new HistogramRanks(), Encoders.bean(MicrosCounts.class)));
+        spark.udf().register(QUEUE_REORDERS,
+                functions.udaf(new QueueReorders(), Encoders.tuple(Encoders.LONG(), Encoders.LONG())));
     }
 }

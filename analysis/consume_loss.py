@@ -1,0 +1,123 @@
+"""Consumer-visible loss and duplicates per (run, consumer group), counted in the loss check's shuffle by key.
+
+Per key, beside the loss check's counts (`analysis.loss`, FIELDS: `sent`, `acked`, ...), the key table carries per
+judged group: its successful deliveries (CONSUME_SUCCESS), how many of them a restarted consumer process made, and
+whether the first of them (by delivered_ns) was a restarted process's (`key_aggregates`). Per (run, group) that gives
+acknowledged sends never delivered with success (`lost`), successful deliveries beyond the first per key
+(`duplicated`), those made by a restarted process (`duplicated_after_restart`) and keys delivered but never
+acknowledged (`unacknowledged_consumed`). `lost_keys`: up to SAMPLE_KEYS lost keys, those of the smallest ids (the
+keys' 64-bit hashes, or the keys themselves when the table fell back to them), in key order.
+
+Which groups are judged is decided before the shuffle (`judged_groups`): the scenario's groups and every group
+the run's consume rows name, up to MAX_JUDGED_GROUPS per run (a few columns each in that shuffle).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+from analysis import contract as c
+from analysis.loss import KeyFlags
+from analysis.rundir import RunDir
+
+SAMPLE_KEYS = 10
+MAX_JUDGED_GROUPS = 64
+"""Consumer groups judged for loss and duplicates per run (a few columns each in the key table)."""
+
+
+def judged_groups(runs: Sequence[RunDir]) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """run -> the groups judged (scenario groups and groups seen in its consume parts, sorted, at most
+    MAX_JUDGED_GROUPS by name), and run -> warnings about groups left out. The groups seen are read with pyarrow
+    (two dictionary-encoded columns; no Spark job), as the part files' footers are."""
+    judged: dict[str, list[str]] = {}
+    warnings: dict[str, list[str]] = {}
+    for r in runs:
+        seen: set[str] = set()
+        for path in r.parts.get(c.CONSUMES_DIR, []):
+            seen.update(g for run, g in groups_in(path) if run == r.run_id)
+        names = sorted(set(r.consumer_groups) | seen)
+        if len(names) > MAX_JUDGED_GROUPS:
+            warnings.setdefault(r.run_id, []).append(
+                f"consumes/: {len(names)} consumer groups; loss and duplicates judged for the first "
+                f"{MAX_JUDGED_GROUPS} by name only")
+            names = names[:MAX_JUDGED_GROUPS]
+        if names:
+            judged[r.run_id] = names
+    return judged, warnings
+
+
+def groups_in(path: Path) -> set[tuple[str, str]]:
+    """The (run_id, group) pairs of a consume part file, from its two dictionary-encoded columns' indices."""
+    seen: set[tuple[str, str]] = set()
+    table = pq.read_table(path, columns=["run_id", "group"], read_dictionary=["run_id", "group"])
+    for batch in table.to_batches():
+        runs, groups = batch.column(0), batch.column(1)
+        width = max(len(groups.dictionary), 1)
+        pairs = pc.add(pc.multiply(runs.indices.cast(pa.int64()), width), groups.indices.cast(pa.int64()))
+        seen.update((runs.dictionary[x // width].as_py(), groups.dictionary[x % width].as_py())
+                    for x in pc.unique(pairs).to_pylist() if x is not None)
+    return seen
+
+
+LOW32 = (1 << 32) - 1
+NS_BOUND = (1 << 62) - 1  # delivered_ns is clamped to +-2^62 before it is shifted left by one
+
+
+def key_aggregates(names: list[str]) -> dict[str, Column]:
+    """The per-key columns of the groups `names` (`g` is a delivery row's index in `names`, null on other rows),
+    two longs per group: `c{i}` = successful deliveries + (those by a restarted process << 32), `f{i}` = the
+    smallest (delivered_ns << 1 | restarted) of them, so its low bit tells whether the first was by a restarted
+    process."""
+    out: dict[str, Column] = {}
+    restart = F.coalesce(F.col("restart"), F.lit(0)).cast("long")
+    first = F.shiftleft(F.greatest(F.least(F.col("delivered_ns"), F.lit(NS_BOUND)), F.lit(-NS_BOUND)), 1)
+    for i in range(len(names)):
+        mine = F.col("g") == F.lit(i)
+        out[f"c{i}"] = F.sum(F.when(mine, F.lit(1) + F.shiftleft(restart, 32)))
+        out[f"f{i}"] = F.min(F.when(mine, first.bitwiseOR(restart)))
+    return out
+
+
+def consumer_loss(kf: KeyFlags, groups: dict[str, list[str]]) -> list[dict[str, Any]]:
+    """Per (run, group) of `groups` (the plan's judged groups): the counts of the module docstring. One small
+    aggregation over the cached key table, and one scan for the names of lost keys when there are some."""
+    names = sorted({g for gs in groups.values() for g in gs})
+    runs = [kf.runs.index(r) for r in groups]
+    acked = F.col("acked") > 0
+    per_run = [F.sum(acked.cast("long")).alias("acknowledged")]
+    for i in range(len(names)):
+        packed = F.coalesce(F.col(f"c{i}"), F.lit(0))
+        n, by_restarted = packed.bitwiseAND(F.lit(LOW32)), F.shiftright(packed, 32)
+        first_restarted = F.col(f"f{i}").bitwiseAND(F.lit(1))
+        lost = acked & (n == 0)
+        per_run += [
+            F.sum(lost.cast("long")).alias(f"lost{i}"),
+            F.slice(F.array_sort(F.collect_list(F.when(lost, F.col("id")))), 1, SAMPLE_KEYS).alias(f"ids{i}"),
+            F.sum(F.greatest(n - 1, F.lit(0))).alias(f"dup{i}"),
+            F.sum(F.coalesce(by_restarted - first_restarted, F.lit(0))).alias(f"dupr{i}"),
+            F.sum(((n > 0) & ~acked).cast("long")).alias(f"unack{i}")]
+    rows = kf.table.where(F.col("run").isin(runs)).groupBy("run").agg(*per_run).collect()
+    wanted = {x for r in rows for j in range(len(names)) for x in (r[f"ids{j}"] or [])}
+    key_of = {} if kf.exact else kf.key_names(kf.requests, wanted)
+    out = []
+    for row in rows:
+        run = kf.runs[row["run"]]
+        for i, g in enumerate(names):
+            if g not in groups.get(run, []):
+                continue
+            ids = row[f"ids{i}"] or []
+            keys = ids if kf.exact else [key_of.get((row["run"], x), f"<hash {x}>") for x in ids]
+            out.append({"run_id": run, "group": g, "acknowledged": int(row["acknowledged"] or 0),
+                        "lost": int(row[f"lost{i}"] or 0),
+                        "lost_keys": sorted(keys),
+                        "duplicated": int(row[f"dup{i}"] or 0),
+                        "duplicated_after_restart": int(row[f"dupr{i}"] or 0),
+                        "unacknowledged_consumed": int(row[f"unack{i}"] or 0)})
+    return out
