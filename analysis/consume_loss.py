@@ -13,6 +13,7 @@ the run's consume rows name, up to MAX_JUDGED_GROUPS per run (a few columns each
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,8 @@ from analysis.loss import KeyFlags
 from analysis.rundir import RunDir
 
 SAMPLE_KEYS = 10
+RESTARTED = re.compile(r"\.r[0-9]+$")
+"""A consumer process started again by the harness: its worker name ends in `.r<n>`."""
 MAX_JUDGED_GROUPS = 64
 """Consumer groups judged for loss and duplicates per run (a few columns each in the key table)."""
 
@@ -41,7 +44,7 @@ def judged_groups(runs: Sequence[RunDir]) -> tuple[dict[str, list[str]], dict[st
     for r in runs:
         seen: set[str] = set()
         for path in r.parts.get(c.CONSUMES_DIR, []):
-            seen.update(g for run, g in groups_in(path) if run == r.run_id)
+            seen.update(g for run, g in values_in(path, "group") if run == r.run_id)
         names = sorted(set(r.consumer_groups) | seen)
         if len(names) > MAX_JUDGED_GROUPS:
             warnings.setdefault(r.run_id, []).append(
@@ -53,17 +56,24 @@ def judged_groups(runs: Sequence[RunDir]) -> tuple[dict[str, list[str]], dict[st
     return judged, warnings
 
 
-def groups_in(path: Path) -> set[tuple[str, str]]:
-    """The (run_id, group) pairs of a consume part file, from its two dictionary-encoded columns' indices."""
+def values_in(path: Path, column: str) -> set[tuple[str, str]]:
+    """The distinct (run_id, `column`) pairs of a consume part file, from the two dictionary-encoded columns'
+    indices (no row is decoded)."""
     seen: set[tuple[str, str]] = set()
-    table = pq.read_table(path, columns=["run_id", "group"], read_dictionary=["run_id", "group"])
+    table = pq.read_table(path, columns=["run_id", column], read_dictionary=["run_id", column])
     for batch in table.to_batches():
-        runs, groups = batch.column(0), batch.column(1)
-        width = max(len(groups.dictionary), 1)
-        pairs = pc.add(pc.multiply(runs.indices.cast(pa.int64()), width), groups.indices.cast(pa.int64()))
-        seen.update((runs.dictionary[x // width].as_py(), groups.dictionary[x % width].as_py())
+        runs, values = batch.column(0), batch.column(1)
+        width = max(len(values.dictionary), 1)
+        pairs = pc.add(pc.multiply(runs.indices.cast(pa.int64()), width), values.indices.cast(pa.int64()))
+        seen.update((runs.dictionary[x // width].as_py(), values.dictionary[x % width].as_py())
                     for x in pc.unique(pairs).to_pylist() if x is not None)
     return seen
+
+
+def restarted_workers(runs: Sequence[RunDir]) -> set[str]:
+    """The consumer processes of `runs` that were restarts (worker `<group>.c<i>.r<n>`), read with pyarrow."""
+    return {w for r in runs for path in r.parts.get(c.CONSUMES_DIR, []) for run, w in values_in(path, "worker")
+            if run == r.run_id and RESTARTED.search(w)}
 
 
 LOW32 = (1 << 32) - 1

@@ -15,7 +15,7 @@ rows.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +25,7 @@ from pyspark.sql import functions as F
 
 from analysis import contract as c
 from analysis import jvm
-from analysis.consume_loss import consumer_loss, judged_groups, key_aggregates
+from analysis.consume_loss import RESTARTED, consumer_loss, judged_groups, key_aggregates, restarted_workers
 from analysis.frames import read_parts, second_of, with_t0
 from analysis.loss import Deliveries, KeyFlags, plan_key_flags
 from analysis.rundir import LAG_PARTS, RunDir
@@ -66,9 +66,15 @@ def _phase_of(ts: Column, runs: Sequence[RunDir]) -> Column:
     return F.lit(None).cast("string") if expr is None else expr.otherwise(F.lit(None).cast("string"))
 
 
-def enrich_consumes(consumes: DataFrame, runs: Sequence[RunDir], t0: dict[str, int]) -> DataFrame:
-    """Consume rows with `phase`, `sec`, `born_us`, `stored_us`, `ok`, `slave`, `restart` (worker `.r<n>`)."""
+def enrich_consumes(consumes: DataFrame, runs: Sequence[RunDir], t0: dict[str, int],
+                    restarted: Collection[str] | None = None) -> DataFrame:
+    """Consume rows with `phase`, `sec`, `born_us`, `stored_us`, `ok`, `slave`, `restart` (worker `.r<n>`:
+    `restarted` names those workers when the caller knows them, else a regular expression tells them per row)."""
     delivered = F.col("delivered_ns")
+    if restarted is None:
+        restart = F.coalesce(F.col("worker").rlike(RESTARTED.pattern).cast("long"), F.lit(0))
+    else:
+        restart = F.col("worker").isin(sorted(restarted)).cast("long") if restarted else F.lit(0).cast("long")
     return (with_t0(consumes, t0).select(
         "run_id", "worker", "group", "key", "broker", "broker_id", "pulled_topic", "queue_id", "queue_offset",
         "delivered_ns", "result", "reconsume_times",
@@ -78,7 +84,7 @@ def enrich_consumes(consumes: DataFrame, runs: Sequence[RunDir], t0: dict[str, i
         (F.floor(delivered / F.lit(1000)) - F.col("store_ms") * F.lit(1000)).cast("long").alias("stored_us"),
         (F.col("result") == F.lit(SUCCESS)).cast("long").alias("ok"),
         F.coalesce((F.col("broker_id") == F.lit(1)).cast("long"), F.lit(0)).alias("slave"),
-        F.coalesce(F.col("worker").rlike(r"\.r[0-9]+$").cast("long"), F.lit(0)).alias("restart")))
+        restart.alias("restart")))
 
 
 def per_second(ce: DataFrame, jvm_aggregates: bool | None = None) -> DataFrame:
@@ -228,7 +234,7 @@ def consume_input(spark: SparkSession, runs: Sequence[RunDir], t0: dict[str, int
         return ConsumeInput(None, with_c, with_lag)
     consumes = read_parts(spark, [p for r in with_c for p in r.parts[c.CONSUMES_DIR]], c.CONSUME_SCHEMA)
     # not persisted: on the real ten-minute run (726k deliveries) persisting took this step from 19.4 s to 23-24 s
-    ce = enrich_consumes(consumes, with_c, {r.run_id: t0[r.run_id] for r in with_c})
+    ce = enrich_consumes(consumes, with_c, {r.run_id: t0[r.run_id] for r in with_c}, restarted_workers(with_c))
     judged, warnings = judged_groups(with_c)
     return ConsumeInput(ce, with_c, with_lag, judged, warnings)
 
