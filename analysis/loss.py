@@ -18,6 +18,10 @@ was sent, acknowledged, and read back from each node (`KeyFlags`). To keep that 
 (murmur3) is compared within each group, and if two different keys ever share a 64-bit hash (about 1e-5 chance
 per 10^7 keys), or a count does not fit its bits, the check is redone on the key strings. Only a pair of keys
 equal in both hashes (about 1e-14 per 10^7 keys) would go unnoticed. Sample keys are looked up from their hashes.
+
+The consumers' loss rides in the same shuffle (`Deliveries`, `analysis.consume_loss`): the successful deliveries of
+the judged groups are unioned in too, with per-group columns, so the request keys are read and shuffled once for
+both; keys that were only delivered, and runs without a complete read-back, stay out of the loss check's flags.
 """
 from __future__ import annotations
 
