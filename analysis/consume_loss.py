@@ -95,25 +95,29 @@ def key_aggregates(names: list[str]) -> dict[str, Column]:
     return out
 
 
-def consumer_loss(kf: KeyFlags, groups: dict[str, list[str]]) -> list[dict[str, Any]]:
-    """Per (run, group) of `groups` (the plan's judged groups): the counts of the module docstring. One small
-    aggregation over the cached key table, and one scan for the names of lost keys when there are some."""
-    names = sorted({g for gs in groups.values() for g in gs})
-    runs = [kf.runs.index(r) for r in groups]
+def run_sums(names: list[str]) -> list[Column]:
+    """The per-run sums over the key table that `consumer_loss` reads (its rows of other runs are not read)."""
     acked = F.col("acked") > 0
-    per_run = [F.sum(acked.cast("long")).alias("acknowledged")]
+    out = [F.sum(acked.cast("long")).alias("acknowledged")]
     for i in range(len(names)):
         packed = F.coalesce(F.col(f"c{i}"), F.lit(0))
         n, by_restarted = packed.bitwiseAND(F.lit(LOW32)), F.shiftright(packed, 32)
         first_restarted = F.col(f"f{i}").bitwiseAND(F.lit(1))
         lost = acked & (n == 0)
-        per_run += [
+        out += [
             F.sum(lost.cast("long")).alias(f"lost{i}"),
             F.slice(F.array_sort(F.collect_list(F.when(lost, F.col("id")))), 1, SAMPLE_KEYS).alias(f"ids{i}"),
             F.sum(F.greatest(n - 1, F.lit(0))).alias(f"dup{i}"),
             F.sum(F.coalesce(by_restarted - first_restarted, F.lit(0))).alias(f"dupr{i}"),
             F.sum(((n > 0) & ~acked).cast("long")).alias(f"unack{i}")]
-    rows = kf.table.where(F.col("run").isin(runs)).groupBy("run").agg(*per_run).collect()
+    return out
+
+
+def consumer_loss(kf: KeyFlags, groups: dict[str, list[str]]) -> list[dict[str, Any]]:
+    """Per (run, group) of `groups` (the plan's judged groups): the counts of the module docstring, from the sums the
+    key table's plan took (`run_sums`), and one scan for the names of lost keys when there are some."""
+    names = sorted({g for gs in groups.values() for g in gs})
+    rows = [kf.per_run[i] for i in (kf.runs.index(r) for r in groups) if i in kf.per_run]
     wanted = {x for r in rows for j in range(len(names)) for x in (r[f"ids{j}"] or [])}
     key_of = {} if kf.exact else kf.key_names(kf.requests, wanted)
     out = []

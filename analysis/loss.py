@@ -120,7 +120,8 @@ class KeyFlags:
     """One row per key of the runs with a read-back: `run` (index into `runs`), `id` (the key's 64-bit hash, or
     the key itself when `exact`), and the counts of FIELDS. `table`: the same rows with the consumer groups'
     columns (`analysis.consume_loss`), for every run of the plan (the runs judged for consumer loss come after the
-    runs with a read-back in `runs`). `release()` frees what it keeps cached."""
+    runs with a read-back in `runs`); `per_run`: the loss check's and the consumers' sums per run, taken in the same
+    scan as the collision check. `release()` frees what it keeps cached."""
 
     df: DataFrame
     runs: list[str]
@@ -129,6 +130,7 @@ class KeyFlags:
     readback: DataFrame | None
     cached: DataFrame | None = None
     table: DataFrame | None = None
+    per_run: dict[int, dict[str, Any]] = field(default_factory=dict)  # run index -> the sums of `KeyFlagsPlan`
 
     def run_index(self) -> Column:
         return run_index(self.runs)
@@ -200,33 +202,47 @@ class KeyFlagsPlan:
     readback: DataFrame | None
     read_runs: int  # runs[:read_runs] had a complete read-back (the loss check's runs)
     extra: dict[str, Column] = field(default_factory=dict)  # the consumer groups' per-key aggregates by name
+    sums: list[Column] = field(default_factory=list)  # the consumers' per-run sums over the table
     exact: DataFrame | None = None  # the redo on the key strings, when there was one
 
     def resolve(self) -> KeyFlags:
-        """Compute the counts; if two keys share a hash or a count overflows, redo them on the key strings."""
+        """Compute the counts and their per-run sums in one scan of the cached table; if two keys share a hash or a
+        count overflows, redo them on the key strings."""
         checked = self.checked
-        bad = checked.where((F.col("lo") != F.col("hi")) | (F.col("n") > FIELD_MAX)).limit(1).count()
-        if bad == 0:
-            return self._flags(checked.select("run", "id", "n", *_unpacked(F.col("p")), *self.extra), False,
-                               checked)
+        table = checked.select("run", "id", "n", *_unpacked(F.col("p")), *self.extra)
+        bad = ((F.col("lo") != F.col("hi")) | (F.col("n") > FIELD_MAX)).cast("int")
+        rows = checked.select("*", *_unpacked(F.col("p")), bad.alias("bad")).groupBy("run").agg(
+            F.max("bad").alias("bad"), *self._per_run()).collect()
+        if not any(r["bad"] for r in rows):
+            return self._flags(table, False, checked, rows)
         checked.unpersist()
         with sql_conf(self.both.sparkSession, KEY_TABLE_CONF):
             self.exact = self.both.groupBy("run", F.col("key").alias("id")).agg(
                 *[F.sum(F.shiftright("p", FIELD_BITS * i).bitwiseAND(F.lit(FIELD_MAX))).alias(name)
                   for i, name in enumerate(FIELDS)], _rows_not_delivered(self.extra).alias("n"),
                 *self._extra_columns()).persist(StorageLevel.MEMORY_AND_DISK)
-        self.exact.count()
-        return self._flags(self.exact, True, self.exact)
+        rows = self.exact.groupBy("run").agg(*self._per_run()).collect()
+        return self._flags(self.exact, True, self.exact, rows)
 
     def _extra_columns(self) -> list[Column]:
         return [col.alias(name) for name, col in self.extra.items()]
 
-    def _flags(self, table: DataFrame, exact: bool, cached: DataFrame) -> KeyFlags:
-        df = table
-        if self.extra:  # keys only delivered are not the loss check's, nor are the runs without a read-back
-            df = df.where((F.col("n") > 0) & (F.col("run") < F.lit(self.read_runs)))
-        df = df.select("run", "id", *FIELDS)
-        return KeyFlags(df, self.runs, exact, self.requests, self.readback, cached=cached, table=table)
+    def _checked_rows(self) -> Column:
+        """True for a row of the loss check: not a key that was only delivered, of a run with a read-back."""
+        if not self.extra:
+            return F.lit(True)
+        return (F.col("n") > 0) & (F.col("run") < F.lit(self.read_runs))
+
+    def _per_run(self) -> list[Column]:
+        """The per-run sums over the table: the loss check's categories and read-back rows (`run_counts`), then
+        the consumers' (`Deliveries.sums`)."""
+        mine = self._checked_rows()
+        return [*[F.sum(F.when(mine, col)).alias(name) for name, col in run_counts().items()], *self.sums]
+
+    def _flags(self, table: DataFrame, exact: bool, cached: DataFrame, rows: list) -> KeyFlags:
+        df = table.where(self._checked_rows()) if self.extra else table
+        return KeyFlags(df.select("run", "id", *FIELDS), self.runs, exact, self.requests, self.readback,
+                        cached=cached, table=table, per_run={r["run"]: r.asDict() for r in rows})
 
     def release(self) -> None:
         """Free what the plan and its `resolve()` cached, whether or not that finished."""
@@ -239,11 +255,13 @@ class KeyFlagsPlan:
 class Deliveries:
     """The consumer side of a key-flags plan: `rows` (consume rows with `run_id, key, group, ok, restart,
     delivered_ns`), of which the successful deliveries of `groups` (run -> the groups judged) are counted per key;
-    `aggregates(names)` gives the per-key columns (analysis.consume_loss)."""
+    `aggregates(names)` gives the per-key columns and `sums(names)` the per-run sums over them
+    (analysis.consume_loss)."""
 
     rows: DataFrame
     groups: dict[str, list[str]]
     aggregates: Callable[[list[str]], dict[str, Column]]
+    sums: Callable[[list[str]], list[Column]]
 
     def names(self) -> list[str]:
         return sorted({g for gs in self.groups.values() for g in gs})
@@ -292,7 +310,8 @@ def plan_key_flags(requests: DataFrame, readback: DataFrame | None, runs: Sequen
             F.sum("p").alias("p"), _rows_not_delivered(extra).alias("n"), F.min("chk").alias("lo"),
             F.max("chk").alias("hi"), *[col.alias(name) for name, col in extra.items()]).persist(
             StorageLevel.MEMORY_AND_DISK)
-    return KeyFlagsPlan(both, checked, all_runs, requests, readback, len(read_runs), extra)
+    return KeyFlagsPlan(both, checked, all_runs, requests, readback, len(read_runs), extra,
+                        deliveries.sums(names) if deliveries is not None else [])
 
 
 def _rows_not_delivered(extra: Mapping[str, Column]) -> Column:
@@ -314,6 +333,12 @@ def sql_conf(spark: SparkSession, settings: Mapping[str, str]) -> Iterator[None]
                 spark.conf.unset(key)
             else:
                 spark.conf.set(key, value)
+
+
+def run_counts() -> dict[str, Column]:
+    """Per-run sums over `KeyFlags` rows: each category's keys, and the read-back rows of master and slave."""
+    return {**{k: cond.cast("long") for k, cond in flags().items()}, "master": F.col("master_n"),
+            "slave": F.col("slave_n")}
 
 
 SLAVE_METRICS = ("not_on_slave", "unseen_slave")
@@ -354,14 +379,10 @@ def loss_checks(kf: KeyFlags | None, readback_runs: dict[str, list[str] | None],
     from the rows); `totals`: run -> attempted / acknowledged / send_ok counted from the request rows; `coverage`:
     run -> its read-back coverage (absent: every queue read). A node of which no queue could be read counts as not
     read. `read_master`/`read_slave` count the read-back rows that carry a key."""
-    f = flags()
     by_run: dict[str, dict[str, Any]] = {}
     samples: dict[str, dict[str, list[str]]] = {}
     if kf is not None and readback_runs:
-        for r in kf.df.groupBy("run").agg(*[F.sum(cond.cast("long")).alias(k) for k, cond in f.items()],
-                                          F.sum("master_n").alias("master"), F.sum("slave_n").alias("slave"),
-                                          ).collect():
-            by_run[kf.runs[r["run"]]] = r.asDict()
+        by_run = {kf.runs[i]: row for i, row in kf.per_run.items()}
         samples = kf.samples([k for k in CATEGORIES if any(row.get(k) for row in by_run.values())])
     out = {}
     for run in all_runs:

@@ -10,7 +10,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from analysis import contract as c
-from analysis.consume_loss import SAMPLE_KEYS, consumer_loss, key_aggregates
+from analysis.consume_loss import SAMPLE_KEYS, consumer_loss, key_aggregates, run_sums
 from analysis.frames import jepsen_class
 from analysis.loss import Deliveries, flags, key_flags, plan_key_flags
 
@@ -80,7 +80,7 @@ def _check(rows, want, exact: bool):
 
 def test_consumer_loss_per_group_is_exact_and_leaves_the_loss_check_alone(spark):
     req, rb, ce, want = _runs(spark, 11)
-    plan = plan_key_flags(req, rb, ["r"], deliveries=Deliveries(ce, GROUPS, key_aggregates))
+    plan = plan_key_flags(req, rb, ["r"], deliveries=Deliveries(ce, GROUPS, key_aggregates, run_sums))
     alone = key_flags(req, rb, ["r"])
     try:
         kf = plan.resolve()
@@ -98,7 +98,7 @@ def test_consumer_loss_per_group_is_exact_and_leaves_the_loss_check_alone(spark)
 def test_a_hash_collision_falls_back_to_the_key_strings_with_the_same_counts(spark):
     req, rb, ce, want = _runs(spark, 12)
     plan = plan_key_flags(req, rb, ["r"], hash_fn=lambda key: F.pmod(F.hash(key), F.lit(500)).cast("long"),
-                          deliveries=Deliveries(ce, GROUPS, key_aggregates))
+                          deliveries=Deliveries(ce, GROUPS, key_aggregates, run_sums))
     try:
         kf = plan.resolve()
         assert kf.exact
@@ -110,7 +110,7 @@ def test_a_hash_collision_falls_back_to_the_key_strings_with_the_same_counts(spa
 def test_consumers_only_need_no_read_back(spark):
     """`readback` None (the consumers' loss alone, as `consume_results` plans it without the loss check)."""
     req, _, ce, want = _runs(spark, 13)
-    plan = plan_key_flags(req, None, [], deliveries=Deliveries(ce, GROUPS, key_aggregates))
+    plan = plan_key_flags(req, None, [], deliveries=Deliveries(ce, GROUPS, key_aggregates, run_sums))
     try:
         kf = plan.resolve()
         assert kf.df.count() == 0
