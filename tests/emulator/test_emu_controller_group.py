@@ -12,8 +12,10 @@ from emu_load import send_one
 from remoting.errors import MQBrokerException
 
 TOPIC = "GroupTopic"
-LEADER_BOUND_S = 3 * 2 + 1 + 3 + 15
-"""maxHeartBeatLeak x heartBeatTimeIntervalMs + the vote interval + the vote wait + margin"""
+LEADER_BOUND_S = 3 * 2 + 1 + 3 + 45
+"""maxHeartBeatLeak x heartBeatTimeIntervalMs + the vote interval + the vote wait + margin. The margin was 15 s
+until a clean-clone CI run (at 108517d, four tests at a time on 2 cores) saw no new leader 25 s after the kill;
+alone the test passed 3 of 3 times in 15 s. A wait's bound, not a figure asserted."""
 ELECT_BOUND_S = 5 + 10 + 15
 """scanInactiveMasterInterval + controllerHeartBeatTimeoutMills + margin"""
 
