@@ -9,7 +9,8 @@ acknowledged (`unacknowledged_consumed`). `lost_keys`: up to SAMPLE_KEYS lost ke
 keys' 64-bit hashes, or the keys themselves when the table fell back to them), in key order.
 
 Which groups are judged is decided before the shuffle (`judged_groups`): the scenario's groups and every group
-the run's consume rows name, up to MAX_JUDGED_GROUPS per run (a few columns each in that shuffle).
+the run's consume rows name (`consume_names`), up to MAX_JUDGED_GROUPS per run (a few columns each in that
+shuffle).
 """
 from __future__ import annotations
 
@@ -35,17 +36,14 @@ MAX_JUDGED_GROUPS = 64
 """Consumer groups judged for loss and duplicates per run (a few columns each in the key table)."""
 
 
-def judged_groups(runs: Sequence[RunDir]) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
-    """run -> the groups judged (scenario groups and groups seen in its consume parts, sorted, at most
-    MAX_JUDGED_GROUPS by name), and run -> warnings about groups left out. The groups seen are read with pyarrow
-    (two dictionary-encoded columns; no Spark job), as the part files' footers are."""
+def judged_groups(runs: Sequence[RunDir], seen: dict[str, set[str]]) -> tuple[dict[str, list[str]],
+                                                                              dict[str, list[str]]]:
+    """run -> the groups judged (scenario groups and the groups `seen` in its consume parts, sorted, at most
+    MAX_JUDGED_GROUPS by name), and run -> warnings about groups left out."""
     judged: dict[str, list[str]] = {}
     warnings: dict[str, list[str]] = {}
     for r in runs:
-        seen: set[str] = set()
-        for path in r.parts.get(c.CONSUMES_DIR, []):
-            seen.update(g for run, g in values_in(path, "group") if run == r.run_id)
-        names = sorted(set(r.consumer_groups) | seen)
+        names = sorted(set(r.consumer_groups) | seen.get(r.run_id, set()))
         if len(names) > MAX_JUDGED_GROUPS:
             warnings.setdefault(r.run_id, []).append(
                 f"consumes/: {len(names)} consumer groups; loss and duplicates judged for the first "
@@ -56,24 +54,33 @@ def judged_groups(runs: Sequence[RunDir]) -> tuple[dict[str, list[str]], dict[st
     return judged, warnings
 
 
-def values_in(path: Path, column: str) -> set[tuple[str, str]]:
-    """The distinct (run_id, `column`) pairs of a consume part file, from the two dictionary-encoded columns'
-    indices (no row is decoded)."""
-    seen: set[tuple[str, str]] = set()
-    table = pq.read_table(path, columns=["run_id", column], read_dictionary=["run_id", column])
+def consume_names(runs: Sequence[RunDir]) -> tuple[dict[str, set[str]], set[str]]:
+    """run -> the groups its consume rows name, and the consumer processes that were restarts (worker
+    `<group>.c<i>.r<n>`): each consume part read once with pyarrow (no Spark job), as the part files' footers are."""
+    groups: dict[str, set[str]] = {}
+    restarted: set[str] = set()
+    for r in runs:
+        for path in r.parts.get(c.CONSUMES_DIR, []):
+            found = values_in(path, ("group", "worker"))
+            groups.setdefault(r.run_id, set()).update(g for run, g in found["group"] if run == r.run_id)
+            restarted.update(w for run, w in found["worker"] if run == r.run_id and RESTARTED.search(w))
+    return groups, restarted
+
+
+def values_in(path: Path, columns: Sequence[str]) -> dict[str, set[tuple[str, str]]]:
+    """Per column of `columns`: the distinct (run_id, value) pairs of a consume part file, from the
+    dictionary-encoded columns' indices (no row is decoded)."""
+    out: dict[str, set[tuple[str, str]]] = {col: set() for col in columns}
+    table = pq.read_table(path, columns=["run_id", *columns], read_dictionary=["run_id", *columns])
     for batch in table.to_batches():
-        runs, values = batch.column(0), batch.column(1)
-        width = max(len(values.dictionary), 1)
-        pairs = pc.add(pc.multiply(runs.indices.cast(pa.int64()), width), values.indices.cast(pa.int64()))
-        seen.update((runs.dictionary[x // width].as_py(), values.dictionary[x % width].as_py())
-                    for x in pc.unique(pairs).to_pylist() if x is not None)
-    return seen
-
-
-def restarted_workers(runs: Sequence[RunDir]) -> set[str]:
-    """The consumer processes of `runs` that were restarts (worker `<group>.c<i>.r<n>`), read with pyarrow."""
-    return {w for r in runs for path in r.parts.get(c.CONSUMES_DIR, []) for run, w in values_in(path, "worker")
-            if run == r.run_id and RESTARTED.search(w)}
+        runs = batch.column(0)
+        for i, col in enumerate(columns, start=1):
+            values = batch.column(i)
+            width = max(len(values.dictionary), 1)
+            pairs = pc.add(pc.multiply(runs.indices.cast(pa.int64()), width), values.indices.cast(pa.int64()))
+            out[col].update((runs.dictionary[x // width].as_py(), values.dictionary[x % width].as_py())
+                            for x in pc.unique(pairs).to_pylist() if x is not None)
+    return out
 
 
 LOW32 = (1 << 32) - 1

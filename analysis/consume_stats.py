@@ -25,7 +25,7 @@ from pyspark.sql import functions as F
 
 from analysis import contract as c
 from analysis import jvm
-from analysis.consume_loss import RESTARTED, consumer_loss, judged_groups, key_aggregates, restarted_workers, run_sums
+from analysis.consume_loss import RESTARTED, consume_names, consumer_loss, judged_groups, key_aggregates, run_sums
 from analysis.frames import read_parts, second_of, with_t0
 from analysis.loss import Deliveries, KeyFlags, plan_key_flags
 from analysis.rundir import LAG_PARTS, RunDir
@@ -236,8 +236,9 @@ def consume_input(spark: SparkSession, runs: Sequence[RunDir], t0: dict[str, int
         return ConsumeInput(None, with_c, with_lag)
     consumes = read_parts(spark, [p for r in with_c for p in r.parts[c.CONSUMES_DIR]], c.CONSUME_SCHEMA)
     # not persisted: on the real ten-minute run (726k deliveries) persisting took this step from 19.4 s to 23-24 s
-    ce = enrich_consumes(consumes, with_c, {r.run_id: t0[r.run_id] for r in with_c}, restarted_workers(with_c))
-    judged, warnings = judged_groups(with_c)
+    seen, restarted = consume_names(with_c)
+    ce = enrich_consumes(consumes, with_c, {r.run_id: t0[r.run_id] for r in with_c}, restarted)
+    judged, warnings = judged_groups(with_c, seen)
     return ConsumeInput(ce, with_c, with_lag, judged, warnings)
 
 

@@ -209,12 +209,11 @@ class KeyFlagsPlan:
         """Compute the counts and their per-run sums in one scan of the cached table; if two keys share a hash or a
         count overflows, redo them on the key strings."""
         checked = self.checked
-        table = checked.select("run", "id", "n", *_unpacked(F.col("p")), *self.extra)
         bad = ((F.col("lo") != F.col("hi")) | (F.col("n") > FIELD_MAX)).cast("int")
-        rows = checked.select("*", *_unpacked(F.col("p")), bad.alias("bad")).groupBy("run").agg(
-            F.max("bad").alias("bad"), *self._per_run()).collect()
+        table = checked.select("run", "id", "n", *_unpacked(F.col("p")), *self.extra, bad.alias("bad"))
+        rows = table.groupBy("run").agg(F.max("bad").alias("bad"), *self._per_run()).collect()
         if not any(r["bad"] for r in rows):
-            return self._flags(table, False, checked, rows)
+            return self._flags(table.drop("bad"), False, checked, rows)
         checked.unpersist()
         with sql_conf(self.both.sparkSession, KEY_TABLE_CONF):
             self.exact = self.both.groupBy("run", F.col("key").alias("id")).agg(
@@ -240,8 +239,7 @@ class KeyFlagsPlan:
         return [*[F.sum(F.when(mine, col)).alias(name) for name, col in run_counts().items()], *self.sums]
 
     def _flags(self, table: DataFrame, exact: bool, cached: DataFrame, rows: list) -> KeyFlags:
-        df = table.where(self._checked_rows()) if self.extra else table
-        return KeyFlags(df.select("run", "id", *FIELDS), self.runs, exact, self.requests, self.readback,
+        return KeyFlags(table.where(self._checked_rows()).select("run", "id", *FIELDS), self.runs, exact, self.requests, self.readback,
                         cached=cached, table=table, per_run={r["run"]: r.asDict() for r in rows})
 
     def release(self) -> None:

@@ -77,8 +77,9 @@ class HeldCluster:
         """Why the held cluster is not the one `scenario` asks for (its `cluster:` section, its HA relay), or None."""
         if scenario.cluster.model_dump(mode="json") != backend.scenario.cluster.model_dump(mode="json"):
             return "this run asks for another cluster"
-        if needs_relay(scenario) != backend.use_relay():
-            return "this run needs the HA relay" if needs_relay(scenario) else "the held cluster has an HA relay"
+        wanted = needs_relay(scenario)
+        if wanted != backend.use_relay():
+            return "this run needs the HA relay" if wanted else "the held cluster has an HA relay"
         return None
 
     def down(self, say: Callable[[str], None] = print) -> None:
